@@ -1,0 +1,93 @@
+// Package db holds lull's storage: the schema and its migrations, the
+// models, and the queries, one file per aggregate.
+//
+// One pgx pool serves everything. bun runs on it through pgx's database/sql
+// adapter for ordinary reads and writes; the few writes that must commit
+// together with a River job (ingest, flush) run on a pgx.Tx, because River's
+// pgx driver inserts jobs on a pgx.Tx and bun cannot share one.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DB is the pool and the bun handle on top of it.
+type DB struct {
+	Pool *pgxpool.Pool
+	Bun  *bun.DB
+}
+
+// Open connects to url. Connection attempts time out quickly so that a
+// request made while the database is down fails fast instead of hanging.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	}
+	if cfg.MaxConns < 20 {
+		cfg.MaxConns = 20
+	}
+	// Time zone math happens in Go; the session speaks UTC so that dates the
+	// database computes (partition days) do not depend on the server's zone.
+	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	sqldb := stdlib.OpenDBFromPool(pool)
+	return &DB{Pool: pool, Bun: bun.NewDB(sqldb, pgdialect.New())}, nil
+}
+
+// Close closes bun's handle and the pool.
+func (d *DB) Close() {
+	d.Bun.Close()
+	d.Pool.Close()
+}
+
+// Ping reports whether the database answers within the context's deadline.
+func (d *DB) Ping(ctx context.Context) error {
+	var one int
+	return d.Pool.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// InTx runs fn in a pgx transaction, committing if fn returns nil.
+func (d *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, d.Pool, fn)
+}
+
+// notFound turns "no rows" into ErrNotFound and wraps other errors.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// IsUnavailable reports whether err means the database cannot be reached,
+// as opposed to a query that failed.
+func IsUnavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exceptions; 57P01-03: shutdown in progress.
+		return pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,203 @@
+// Package dbtest gives each test a database of its own on a real PostgreSQL.
+//
+// The server is TEST_DATABASE_URL's when set, otherwise a local cluster
+// started from the machine's PostgreSQL binaries (shared by every test
+// binary of a run, and reused by later runs). A template database is
+// migrated once per schema version; each test then gets a fresh copy of it
+// (CREATE DATABASE ... TEMPLATE), so tests run in parallel, River and all,
+// without seeing each other's rows.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/localpg"
+)
+
+var (
+	serverOnce sync.Once
+	serverURL  string // URL of the maintenance database, "postgres"
+	serverErr  error
+)
+
+// ServerURL returns the URL of the test server's maintenance database,
+// starting the local cluster if needed.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	serverOnce.Do(func() {
+		if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+			serverURL = u
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c, err := localpg.Ensure(ctx, localpg.DefaultDir(projectDir(), "testpg"), true)
+		if err != nil {
+			serverErr = err
+			return
+		}
+		serverURL = c.URL("postgres")
+	})
+	if serverErr != nil {
+		t.Fatalf("test database: %v", serverErr)
+	}
+	return serverURL
+}
+
+// New returns a migrated, empty database of the test's own, dropped when
+// the test ends.
+func New(t testing.TB) *db.DB {
+	t.Helper()
+	u := NewURL(t)
+	ctx := context.Background()
+	d, err := db.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+// NewURL creates a migrated, empty database and returns its URL; the
+// database is dropped when the test ends.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	server := ServerURL(t)
+	tmpl := template(t, server)
+	name := "lull_test_" + randomHex(6)
+	ctx := context.Background()
+	conn := connect(t, server)
+	defer conn.Close(ctx)
+	// CREATE DATABASE from a template fails while anyone else copies it;
+	// retry briefly rather than serialise every test.
+	var err error
+	for i := 0; i < 50; i++ {
+		_, err = conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl))
+		if err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		c := connect(t, server)
+		defer c.Close(ctx)
+		c.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	})
+	return withDatabase(server, name)
+}
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// template makes sure a migrated template database exists for the current
+// migrations. Its name carries a hash of the migration files, so a changed
+// schema gets a new template; an advisory lock keeps two test binaries from
+// building the same one at once.
+func template(t testing.TB, server string) string {
+	templateOnce.Do(func() {
+		templateName = "lull_template_" + migrationsHash()
+		templateErr = buildTemplate(server, templateName)
+	})
+	if templateErr != nil {
+		t.Fatalf("template database: %v", templateErr)
+	}
+	return templateName
+}
+
+func buildTemplate(server, name string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(4242)"); err != nil {
+		return err
+	}
+	defer conn.Exec(ctx, "SELECT pg_advisory_unlock(4242)")
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&exists); err != nil || exists {
+		return err
+	}
+	conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, withDatabase(server, name))
+	if err != nil {
+		return err
+	}
+	err = d.Migrate(ctx)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH IS_TEMPLATE true", name))
+	return err
+}
+
+func migrationsHash() string {
+	h := sha256.New()
+	root := filepath.Join(projectDir(), "db", "migrations")
+	fs.WalkDir(os.DirFS(root), ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(filepath.Join(root, path))
+			h.Write([]byte(path))
+			h.Write(b)
+		}
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func connect(t testing.TB, u string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatalf("connect to test server: %v", err)
+	}
+	return c
+}
+
+func withDatabase(server, name string) string {
+	u, err := url.Parse(server)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// projectDir is the repository root, found from this file's location.
+func projectDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}
