@@ -1,0 +1,99 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Config is lull's whole configuration. Every field comes from an
+// environment variable, and a flag of the same name overrides it.
+type Config struct {
+	DatabaseURL   string
+	Addr          string
+	BaseURL       string
+	Secret        string
+	APIKey        string
+	AdminEmail    string
+	AdminPassword string
+	SMTPURL       string
+	SMTPRate      float64
+	MailFrom      string
+	Delivery      string
+	Retention     time.Duration
+	Workers       int
+	// JobTimeout bounds one flush; a job running longer is considered dead
+	// and River rescues it after RescueAfter.
+	JobTimeout  time.Duration
+	RescueAfter time.Duration
+}
+
+// configVar binds one variable: its name, default, and what it means.
+type configVar struct {
+	name, def, usage string
+	set              func(string) error
+}
+
+func (c *Config) vars() []configVar {
+	str := func(p *string) func(string) error { return func(s string) error { *p = s; return nil } }
+	dur := func(p *time.Duration) func(string) error {
+		return func(s string) (err error) { *p, err = time.ParseDuration(s); return err }
+	}
+	return []configVar{
+		{"DATABASE_URL", "", "PostgreSQL URL (14 or newer); empty: a local cluster started for you", str(&c.DatabaseURL)},
+		{"LULL_ADDR", ":8080", "listen address", str(&c.Addr)},
+		{"LULL_BASE_URL", "http://localhost:8080", "public URL used in links in emails", str(&c.BaseURL)},
+		{"LULL_SECRET", "", "key for sessions and signed links (32+ bytes); empty: generated once and stored in the database", str(&c.Secret)},
+		{"LULL_API_KEY", "", "a bootstrap API key", str(&c.APIKey)},
+		{"LULL_ADMIN_EMAIL", "", "a bootstrap operator's email", str(&c.AdminEmail)},
+		{"LULL_ADMIN_PASSWORD", "", "a bootstrap operator's password", str(&c.AdminPassword)},
+		{"LULL_SMTP_URL", "", "smtp://user:pass@host:port, smtps://..., ?starttls=required; empty: the built-in outbox", str(&c.SMTPURL)},
+		{"LULL_SMTP_RATE", "0", "SMTP messages per second at most; 0: no limit", func(s string) (err error) { c.SMTPRate, err = strconv.ParseFloat(s, 64); return err }},
+		{"LULL_MAIL_FROM", "lull@localhost", "From address", str(&c.MailFrom)},
+		{"LULL_DELIVERY", "at-least-once", "at-least-once or at-most-once", func(s string) error {
+			if s != "at-least-once" && s != "at-most-once" {
+				return fmt.Errorf("must be at-least-once or at-most-once")
+			}
+			c.Delivery = s
+			return nil
+		}},
+		{"LULL_RETENTION", "720h", "how long sent notifications are kept", dur(&c.Retention)},
+		{"LULL_WORKERS", "50", "jobs worked at once by this process", func(s string) (err error) { c.Workers, err = strconv.Atoi(s); return err }},
+		{"LULL_JOB_TIMEOUT", "1m", "how long one flush may take before it counts as stuck", dur(&c.JobTimeout)},
+		{"LULL_RESCUE_AFTER", "2m", "when a stuck flush (a crashed process's) is retried", dur(&c.RescueAfter)},
+	}
+}
+
+// loadConfig fills a Config from getenv, then from args (flags named like
+// the variables: -LULL_ADDR=:9090).
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet("lull", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	for _, v := range c.vars() {
+		val := v.def
+		if e := getenv(v.name); e != "" {
+			val = e
+		}
+		if err := v.set(val); err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", v.name, val, err)
+		}
+		fs.Func(v.name, v.usage+" (default "+strconv.Quote(v.def)+")", v.set)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if _, err := url.Parse(c.BaseURL); err != nil {
+		return nil, fmt.Errorf("LULL_BASE_URL: %w", err)
+	}
+	if c.Secret != "" && len(c.Secret) < 32 {
+		return nil, fmt.Errorf("LULL_SECRET must be at least 32 bytes")
+	}
+	if c.Retention < 24*time.Hour {
+		return nil, fmt.Errorf("LULL_RETENTION must be at least 24h (partitions are whole days)")
+	}
+	return c, nil
+}

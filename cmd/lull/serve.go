@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/localpg"
+	"github.com/lull-dev/lull/jobs"
+	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences/batching"
+	"github.com/lull-dev/lull/web"
+)
+
+// app is a running lull: database, River client and HTTP server.
+type app struct {
+	cfg    *Config
+	logger *slog.Logger
+	db     *db.DB
+	river  *river.Client[pgx.Tx]
+	engine *batching.Engine
+	web    *web.Server
+	sender mailer.Sender
+}
+
+// serve runs lull until ctx ends, then shuts down in order: stop taking
+// requests, let running jobs finish (bounded), close the database.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, demo bool) error {
+	cfg, err := loadConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a, err := start(ctx, cfg, logger, stdout)
+	if err != nil {
+		return err
+	}
+	defer a.db.Close()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := a.web.HTTPServer(cfg.Addr)
+	if err := a.river.Start(ctx); err != nil {
+		return fmt.Errorf("start jobs: %w", err)
+	}
+	if demo {
+		go runDemo(ctx, a)
+	}
+	a.announce(stdout, ln.Addr().String())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	// Stop lets running flushes finish; past the deadline they are
+	// canceled and River retries them on the next start.
+	if err := a.river.Stop(shutdownCtx); err != nil {
+		logger.Warn("jobs did not stop in time; canceling", "err", err)
+		a.river.StopAndCancel(context.Background())
+	}
+	if c, ok := a.sender.(interface{ Close() }); ok {
+		c.Close()
+	}
+	return nil
+}
+
+// start connects, migrates and builds everything, without serving.
+func start(ctx context.Context, cfg *Config, logger *slog.Logger, stdout io.Writer) (*app, error) {
+	d, err := openDatabase(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Migrate(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	a := &app{cfg: cfg, logger: logger, db: d}
+	if err := a.build(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *app) build(ctx context.Context) error {
+	cfg := a.cfg
+	secret := cfg.Secret
+	if secret == "" {
+		s, err := a.db.Secret(ctx)
+		if err != nil {
+			return err
+		}
+		secret = s
+	}
+	if cfg.APIKey != "" {
+		if err := a.db.AddAPIKey(ctx, "bootstrap (LULL_API_KEY)", cfg.APIKey); err != nil {
+			return err
+		}
+	}
+	if cfg.AdminEmail != "" && cfg.AdminPassword != "" {
+		if err := a.db.UpsertOperator(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
+			return fmt.Errorf("LULL_ADMIN_PASSWORD: %w", err)
+		}
+	}
+	if cfg.SMTPURL == "" {
+		a.sender = &jobs.Outbox{DB: a.db}
+	} else {
+		s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate}, a.logger)
+		if err != nil {
+			return err
+		}
+		a.sender = s
+	}
+	links := mailtemplates.Links{BaseURL: cfg.BaseURL, Secret: []byte(secret)}
+	flush := &jobs.FlushWorker{
+		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom,
+		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger,
+	}
+	client, err := jobs.NewClient(a.db, jobs.Config{
+		Workers: cfg.Workers, JobTimeout: cfg.JobTimeout, RescueAfter: cfg.RescueAfter,
+		SweepEvery: 30 * time.Second, Retention: cfg.Retention, FetchCooldown: 20 * time.Millisecond,
+	}, flush, a.logger, false)
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	a.river = client
+	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger}
+	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links}
+	return nil
+}
+
+// announce prints where lull listens and how to get in.
+func (a *app) announce(w io.Writer, addr string) {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		host = "localhost"
+	}
+	base := "http://" + net.JoinHostPort(host, port)
+	fmt.Fprintf(w, "lull is listening on %s\n", base)
+	fmt.Fprintf(w, "  health:    %s/readyz\n", base)
+	fmt.Fprintf(w, "  API:       %s/api/v1 (Authorization: Bearer <key>)\n", base)
+	if a.cfg.AdminEmail != "" {
+		fmt.Fprintf(w, "  operators: %s/admin (log in as %s)\n", base, a.cfg.AdminEmail)
+	}
+	if a.cfg.SMTPURL == "" {
+		fmt.Fprintln(w, "  mail:      kept in the built-in outbox (set LULL_SMTP_URL to send)")
+	}
+}
+
+// openDatabase connects to DATABASE_URL, or starts the local cluster.
+func openDatabase(ctx context.Context, cfg *Config, logger *slog.Logger) (*db.DB, error) {
+	url := cfg.DatabaseURL
+	if url == "" {
+		cwd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dir := localpg.DefaultDir(cwd, "pg")
+		logger.Info("DATABASE_URL is not set; using a local PostgreSQL cluster", "dir", dir)
+		c, err := localpg.Ensure(ctx, dir, false)
+		if err != nil {
+			if errors.Is(err, localpg.ErrNoBinaries) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("start local PostgreSQL: %w", err)
+		}
+		if err := createDatabase(ctx, c.URL("postgres"), "lull"); err != nil {
+			return nil, err
+		}
+		url = c.URL("lull")
+		logger.Info("local PostgreSQL is up", "url", url)
+	}
+	return db.Open(ctx, url)
+}
+
+func createDatabase(ctx context.Context, serverURL, name string) error {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return fmt.Errorf("connect to local PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// migrateOnly applies migrations and exits.
+func migrateOnly(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	d, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+// apikeyCmd handles "lull apikey create [NAME]".
+func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		fmt.Fprintln(stderr, "usage: lull apikey create [NAME]")
+		return errUsage
+	}
+	name := "created with lull apikey create"
+	if len(args) > 1 {
+		name = args[1]
+	}
+	return withDB(ctx, getenv, stderr, func(d *db.DB) error {
+		key, err := d.CreateAPIKey(ctx, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, key)
+		return nil
+	})
+}
+
+// adminCmd handles "lull admin create EMAIL PASSWORD".
+func adminCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) != 3 || args[0] != "create" {
+		fmt.Fprintln(stderr, "usage: lull admin create EMAIL PASSWORD")
+		return errUsage
+	}
+	return withDB(ctx, getenv, stderr, func(d *db.DB) error {
+		if err := d.UpsertOperator(ctx, args[1], args[2]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "operator %s can log in at /admin\n", args[1])
+		return nil
+	})
+}
+
+func withDB(ctx context.Context, getenv func(string) string, stderr io.Writer, fn func(*db.DB) error) error {
+	cfg, err := loadConfig(nil, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	d, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+	return fn(d)
+}
+

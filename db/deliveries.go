@@ -1,0 +1,205 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Delivery is the record of one batch's email.
+type Delivery struct {
+	ID           int64      `json:"id"`
+	BatchID      int64      `json:"batch_id"`
+	State        string     `json:"state"`
+	MessageID    string     `json:"message_id"`
+	To           string     `json:"to"`
+	Subject      string     `json:"subject"`
+	Attempts     int        `json:"attempts"`
+	LastError    string     `json:"last_error,omitempty"`
+	PossiblyLost bool       `json:"possibly_lost,omitempty"`
+	Confirmed    bool       `json:"confirmed"`
+	CreatedAt    time.Time  `json:"created_at"`
+	SendingAt    *time.Time `json:"sending_at,omitempty"`
+	SentAt       *time.Time `json:"sent_at,omitempty"`
+	FailedAt     *time.Time `json:"failed_at,omitempty"`
+}
+
+const deliveryColumns = `id, batch_id, state, message_id, to_address, subject, attempts, last_error,
+	possibly_lost, confirmed, created_at, sending_at, sent_at, failed_at`
+
+func scanDelivery(row interface{ Scan(...any) error }) (*Delivery, error) {
+	d := new(Delivery)
+	err := row.Scan(&d.ID, &d.BatchID, &d.State, &d.MessageID, &d.To, &d.Subject, &d.Attempts, &d.LastError,
+		&d.PossiblyLost, &d.Confirmed, &d.CreatedAt, &d.SendingAt, &d.SentAt, &d.FailedAt)
+	return d, err
+}
+
+// EnsureDelivery returns the batch's delivery record, creating it pending.
+func EnsureDelivery(ctx context.Context, q Querier, batchID int64, messageID, to string) (*Delivery, error) {
+	d, err := scanDelivery(q.QueryRow(ctx, `
+		INSERT INTO deliveries (batch_id, message_id, to_address) VALUES ($1, $2, $3)
+		ON CONFLICT (batch_id) DO UPDATE SET to_address = EXCLUDED.to_address
+		RETURNING `+deliveryColumns, batchID, messageID, to))
+	if err != nil {
+		return nil, fmt.Errorf("delivery for batch %d: %w", batchID, err)
+	}
+	return d, nil
+}
+
+// GetDeliveryByBatch loads a batch's delivery.
+func GetDeliveryByBatch(ctx context.Context, q Querier, batchID int64) (*Delivery, error) {
+	d, err := scanDelivery(q.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE batch_id = $1`, batchID))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("delivery of batch %d", batchID))
+	}
+	return d, nil
+}
+
+// MarkSending records that an attempt starts now; with sentEarly (at-most-
+// once) the delivery and its batch are marked sent before SMTP is asked.
+func MarkSending(ctx context.Context, q Querier, id int64, subject string, sentEarly bool, now time.Time) error {
+	state := "sending"
+	if sentEarly {
+		state = "sent"
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE deliveries SET state = $2, subject = $3, attempts = attempts + 1, sending_at = $4,
+		    sent_at = CASE WHEN $2 = 'sent' THEN $4 ELSE sent_at END
+		WHERE id = $1`, id, state, subject, now)
+	if err != nil {
+		return fmt.Errorf("delivery %d sending: %w", id, err)
+	}
+	return nil
+}
+
+// RecordAttempt logs one SMTP attempt with the server's answer and, for a
+// final outcome, sets the delivery's state ("sent" or "failed"); an empty
+// state keeps it (a temporary failure that will be retried).
+func RecordAttempt(ctx context.Context, q Querier, id int64, ok bool, answer, state string, now time.Time) error {
+	_, err := q.Exec(ctx, `
+		WITH a AS (INSERT INTO delivery_attempts (delivery_id, at, ok, answer) VALUES ($1, $5, $2, $3))
+		UPDATE deliveries SET
+		    state = CASE WHEN $4 = '' THEN state ELSE $4 END,
+		    last_error = CASE WHEN $2 THEN last_error ELSE $3 END,
+		    confirmed = confirmed OR $2,
+		    sent_at = CASE WHEN $4 = 'sent' THEN coalesce(sent_at, $5) ELSE sent_at END,
+		    failed_at = CASE WHEN $4 = 'failed' THEN $5 ELSE failed_at END
+		WHERE id = $1`, id, ok, answer, state, now)
+	if err != nil {
+		return fmt.Errorf("delivery %d attempt: %w", id, err)
+	}
+	return nil
+}
+
+// MarkPossiblyLost flags an at-most-once delivery whose send was never
+// confirmed because the process died mid-send.
+func MarkPossiblyLost(ctx context.Context, q Querier, id int64) error {
+	_, err := q.Exec(ctx, `UPDATE deliveries SET possibly_lost = true WHERE id = $1 AND NOT confirmed`, id)
+	return err
+}
+
+// DeliveryAttempt is one logged SMTP attempt.
+type DeliveryAttempt struct {
+	At     time.Time `json:"at"`
+	OK     bool      `json:"ok"`
+	Answer string    `json:"answer,omitempty"`
+}
+
+// DeliveryAttempts lists a delivery's attempts, oldest first.
+func DeliveryAttempts(ctx context.Context, q Querier, deliveryID int64) ([]DeliveryAttempt, error) {
+	rows, err := q.Query(ctx, `SELECT at, ok, answer FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id`, deliveryID)
+	if err != nil {
+		return nil, fmt.Errorf("delivery attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []DeliveryAttempt
+	for rows.Next() {
+		var a DeliveryAttempt
+		if err := rows.Scan(&a.At, &a.OK, &a.Answer); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// SkipEntry is a skip log row as operators see it.
+type SkipEntry struct {
+	At          time.Time `json:"at"`
+	RecipientID string    `json:"recipient"`
+	TypeKey     string    `json:"type,omitempty"`
+	EventID     *int64    `json:"event_id,omitempty"`
+	BatchID     *int64    `json:"batch_id,omitempty"`
+	Items       int       `json:"items"`
+	Reason      string    `json:"reason"`
+}
+
+// ListSkips returns skip log entries for a batch (batchID > 0) or a
+// recipient, newest first.
+func ListSkips(ctx context.Context, q Querier, batchID int64, recipientID string, limit int) ([]SkipEntry, error) {
+	rows, err := q.Query(ctx, `
+		SELECT created_at, recipient_id, type_key, event_id, batch_id, items, reason FROM skips
+		WHERE ($1 > 0 AND batch_id = $1) OR ($1 = 0 AND recipient_id = $2)
+		ORDER BY id DESC LIMIT $3`, batchID, recipientID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("skip log: %w", err)
+	}
+	defer rows.Close()
+	var out []SkipEntry
+	for rows.Next() {
+		var s SkipEntry
+		if err := rows.Scan(&s.At, &s.RecipientID, &s.TypeKey, &s.EventID, &s.BatchID, &s.Items, &s.Reason); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// OutboxMessage is an email kept by the built-in outbox.
+type OutboxMessage struct {
+	ID        int64             `json:"id"`
+	CreatedAt time.Time         `json:"created_at"`
+	MessageID string            `json:"message_id"`
+	BatchID   *int64            `json:"batch_id,omitempty"`
+	From      string            `json:"from"`
+	To        string            `json:"to"`
+	Subject   string            `json:"subject"`
+	Headers   map[string]string `json:"headers"`
+	Text      string            `json:"text"`
+	HTML      string            `json:"html"`
+}
+
+// InsertOutbox stores an email in the outbox.
+func InsertOutbox(ctx context.Context, q Querier, m *OutboxMessage) error {
+	_, err := q.Exec(ctx, `
+		INSERT INTO outbox (message_id, batch_id, from_address, to_address, subject, headers, text_body, html_body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		m.MessageID, m.BatchID, m.From, m.To, m.Subject, m.Headers, m.Text, m.HTML)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return nil
+}
+
+// ListOutbox returns outbox emails newest first, keyset-paged by id, for
+// one batch when batchID > 0.
+func ListOutbox(ctx context.Context, q Querier, batchID, before int64, limit int) ([]OutboxMessage, error) {
+	rows, err := q.Query(ctx, `
+		SELECT id, created_at, message_id, batch_id, from_address, to_address, subject, headers, text_body, html_body
+		FROM outbox WHERE ($1 = 0 OR batch_id = $1) AND ($2 = 0 OR id < $2)
+		ORDER BY id DESC LIMIT $3`, batchID, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxMessage
+	for rows.Next() {
+		var m OutboxMessage
+		if err := rows.Scan(&m.ID, &m.CreatedAt, &m.MessageID, &m.BatchID, &m.From, &m.To, &m.Subject, &m.Headers, &m.Text, &m.HTML); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

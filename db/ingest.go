@@ -1,0 +1,282 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// RecipientSettings is what the engine needs to route one notification:
+// the recipient's calendar and their stored choice for the event's type.
+type RecipientSettings struct {
+	Recipient
+	Pref *TypePreference // nil: follow the type's defaults
+}
+
+// LoadRecipientSettings loads recipients ids with their preference for
+// typeKey, in one query however many recipients an event has. Missing ids
+// are simply absent from the result.
+func LoadRecipientSettings(ctx context.Context, q Querier, ids []string, typeKey string) (map[string]RecipientSettings, error) {
+	rows, err := q.Query(ctx, `
+		SELECT r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
+		       r.quiet_start, r.quiet_end, r.unsubscribed,
+		       tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead
+		FROM recipients r
+		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key = $2
+		WHERE r.id = ANY($1)`, ids, typeKey)
+	if err != nil {
+		return nil, fmt.Errorf("load recipients: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]RecipientSettings, len(ids))
+	for rows.Next() {
+		var s RecipientSettings
+		var mode *string
+		var p TypePreference
+		r := &s.Recipient
+		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
+			&r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
+			return nil, fmt.Errorf("load recipients: %w", err)
+		}
+		if mode != nil {
+			p.Mode, p.RecipientID, p.TypeKey = *mode, r.ID, typeKey
+			s.Pref = &p
+		}
+		out[r.ID] = s
+	}
+	return out, rows.Err()
+}
+
+// UpsertRecipients creates or updates recipients given inline in an event,
+// in one statement. Empty fields do not overwrite stored ones.
+func UpsertRecipients(ctx context.Context, q Querier, rs []Recipient) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	ids, emails, names, zones := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		ids[i], emails[i], names[i], zones[i] = r.ID, r.Email, r.Name, r.Timezone
+	}
+	_, err := q.Exec(ctx, `
+		WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, email, name, tz))
+		INSERT INTO recipients (id, email, name, timezone)
+		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC') FROM v ORDER BY id
+		ON CONFLICT (id) DO UPDATE SET
+		    email = coalesce(nullif(EXCLUDED.email, ''), recipients.email),
+		    name = coalesce(nullif(EXCLUDED.name, ''), recipients.name),
+		    timezone = coalesce((SELECT nullif(tz, '') FROM v WHERE v.id = EXCLUDED.id), recipients.timezone),
+		    updated_at = now()`, ids, emails, names, zones)
+	if err != nil {
+		return fmt.Errorf("save recipients: %w", err)
+	}
+	return nil
+}
+
+// RecentImmediate counts, per recipient, the immediate batches of typeKey
+// opened since since: the burst guard's measure.
+func RecentImmediate(ctx context.Context, q Querier, ids []string, typeKey string, since time.Time) (map[string]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT recipient_id, count(*) FROM batches
+		WHERE mode = 'immediate' AND type_key = $2 AND recipient_id = ANY($1) AND opened_at > $3
+		GROUP BY recipient_id`, ids, typeKey, since)
+	if err != nil {
+		return nil, fmt.Errorf("count recent emails: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// Activity is the last time a recipient had a notification under a batch
+// key, and whether a batch for it is open now.
+type Activity struct {
+	Last    time.Time
+	HasOpen bool
+}
+
+// LastActivity reports Activity for each recipient under batchKey from
+// the recipient's batches for that key: when the last notification came
+// (for the leading-item rule) and whether a batch (not an immediate one)
+// is open to join.
+func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string) (map[string]Activity, error) {
+	rows, err := q.Query(ctx, `
+		SELECT recipient_id, max(last_event_at), bool_or(state = 'open' AND mode <> 'immediate')
+		FROM batches WHERE recipient_id = ANY($1) AND batch_key = $2
+		GROUP BY recipient_id`, ids, batchKey)
+	if err != nil {
+		return nil, fmt.Errorf("last activity: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Activity{}
+	for rows.Next() {
+		var id string
+		var a Activity
+		if err := rows.Scan(&id, &a.Last, &a.HasOpen); err != nil {
+			return nil, err
+		}
+		out[id] = a
+	}
+	return out, rows.Err()
+}
+
+// BatchJoin asks for one notification to go into a batch: the open one for
+// (RecipientID, BatchKey) if there is one, else a new one. Immediate joins
+// always open a batch of their own.
+type BatchJoin struct {
+	RecipientID string
+	BatchKey    string
+	Mode        string
+	TypeKey     string // empty for digests, which mix types
+	Window      time.Duration
+	MaxWait     time.Duration
+	ClosesAt    time.Time // for a new batch
+}
+
+// JoinedBatch is a batch after a join, with what the engine needs to
+// recompute when it closes.
+type JoinedBatch struct {
+	ID          int64
+	RecipientID string
+	BatchKey    string
+	Mode        string
+	OpenedAt    time.Time
+	LastEventAt time.Time
+	ClosesAt    time.Time
+	Window      time.Duration
+	MaxWait     time.Duration
+	ItemCount   int
+	Inserted    bool
+}
+
+// JoinBatches puts one notification per join into its batch, in one
+// statement. The partial unique index batches_one_open makes concurrent
+// ingests for one recipient and key meet in a single batch: the upsert
+// either inserts it or locks and updates the existing open row, and the
+// lock is held until the caller's transaction commits. Joins are sorted so
+// that concurrent fan-outs lock rows in one order and cannot deadlock.
+func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+	if len(joins) == 0 {
+		return nil, nil
+	}
+	n := len(joins)
+	rids, keys, modes, types := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+	windows, waits, closes := make([]int64, n), make([]int64, n), make([]time.Time, n)
+	for i, j := range joins {
+		rids[i], keys[i], modes[i] = j.RecipientID, j.BatchKey, j.Mode
+		if j.TypeKey != "" {
+			types[i] = &joins[i].TypeKey
+		}
+		windows[i], waits[i], closes[i] = j.Window.Milliseconds(), j.MaxWait.Milliseconds(), j.ClosesAt
+	}
+	rows, err := q.Query(ctx, `
+		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at,
+		                          opened_at, last_event_at, item_count)
+		SELECT rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, $8, $8, 1
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[])
+		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at)
+		ORDER BY rid, key
+		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate'
+		DO UPDATE SET item_count = b.item_count + 1,
+		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at)
+		RETURNING id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at,
+		          window_ms, max_wait_ms, item_count, xmax = 0`,
+		rids, keys, modes, types, windows, waits, closes, now)
+	if err != nil {
+		return nil, fmt.Errorf("join batches: %w", err)
+	}
+	defer rows.Close()
+	out := make([]JoinedBatch, 0, n)
+	for rows.Next() {
+		var b JoinedBatch
+		var w, m int64
+		if err := rows.Scan(&b.ID, &b.RecipientID, &b.BatchKey, &b.Mode, &b.OpenedAt, &b.LastEventAt, &b.ClosesAt,
+			&w, &m, &b.ItemCount, &b.Inserted); err != nil {
+			return nil, fmt.Errorf("join batches: %w", err)
+		}
+		b.Window, b.MaxWait = time.Duration(w)*time.Millisecond, time.Duration(m)*time.Millisecond
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// SetClosesAt moves batches' close times, in one statement.
+func SetClosesAt(ctx context.Context, q Querier, ids []int64, closes []time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE batches b SET closes_at = v.closes_at
+		FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, closes_at)
+		WHERE b.id = v.id`, ids, closes)
+	if err != nil {
+		return fmt.Errorf("set close times: %w", err)
+	}
+	return nil
+}
+
+// InsertNotifications stores one notification per (recipient, batch) pair
+// of an event, set-based.
+func InsertNotifications(ctx context.Context, q Querier, eventID int64, created time.Time, typeKey string, occurred time.Time, recipients []string, batches []int64) error {
+	if len(recipients) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO notifications (event_id, created_at, type_key, occurred_at, recipient_id, batch_id)
+		SELECT $1, $2, $3, $4, rid, bid FROM unnest($5::text[], $6::bigint[]) AS v(rid, bid)`,
+		eventID, created, typeKey, occurred, recipients, batches)
+	if err != nil {
+		return fmt.Errorf("insert notifications: %w", err)
+	}
+	return nil
+}
+
+// Skip is one entry of the skip log: something not sent, and why.
+type Skip struct {
+	RecipientID string
+	TypeKey     string
+	EventID     *int64
+	BatchID     *int64
+	Items       int
+	Reason      string
+}
+
+// Skip reasons, as operators see them.
+const (
+	SkipMuted        = "muted"
+	SkipUnsubscribed = "unsubscribed"
+	SkipInactive     = "recipient inactive"
+	SkipNoEmail      = "no email address"
+	SkipRetracted    = "retracted"
+	SkipOperator     = "canceled by an operator"
+	SkipBounced      = "bounced"
+	SkipRead         = "read in app"
+)
+
+// InsertSkips records skip log entries, set-based.
+func InsertSkips(ctx context.Context, q Querier, skips []Skip) error {
+	if len(skips) == 0 {
+		return nil
+	}
+	n := len(skips)
+	rids, types, reasons := make([]string, n), make([]string, n), make([]string, n)
+	events, batches, items := make([]*int64, n), make([]*int64, n), make([]int32, n)
+	for i, s := range skips {
+		rids[i], types[i], reasons[i], events[i], batches[i], items[i] = s.RecipientID, s.TypeKey, s.Reason, s.EventID, s.BatchID, int32(max(s.Items, 1))
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO skips (recipient_id, type_key, reason, event_id, batch_id, items)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[])`,
+		rids, types, reasons, events, batches, items)
+	if err != nil {
+		return fmt.Errorf("record skips: %w", err)
+	}
+	return nil
+}

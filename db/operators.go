@@ -1,0 +1,50 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Operator is someone who may use the operator console.
+type Operator struct {
+	ID    int64
+	Email string
+}
+
+// UpsertOperator creates an operator or sets a new password for one.
+func (d *DB) UpsertOperator(ctx context.Context, email, password string) error {
+	if len(password) < 8 {
+		return fmt.Errorf("operator password must be at least 8 characters")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	_, err = d.Pool.Exec(ctx, `
+		INSERT INTO operators (email, password_hash) VALUES ($1, $2)
+		ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash`,
+		strings.ToLower(strings.TrimSpace(email)), string(hash))
+	if err != nil {
+		return fmt.Errorf("save operator: %w", err)
+	}
+	return nil
+}
+
+// Authenticate checks an operator's password. An unknown email costs the
+// same bcrypt comparison as a wrong password, so timing does not reveal
+// which operators exist.
+func (d *DB) Authenticate(ctx context.Context, email, password string) (Operator, error) {
+	op := Operator{Email: strings.ToLower(strings.TrimSpace(email))}
+	hash := "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2xq0Z0Hc5xY0nQ2fF0m9u1C"
+	err := d.Pool.QueryRow(ctx, `SELECT id, password_hash FROM operators WHERE email = $1`, op.Email).Scan(&op.ID, &hash)
+	if err != nil && !strings.Contains(err.Error(), "no rows") {
+		return Operator{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || op.ID == 0 {
+		return Operator{}, fmt.Errorf("authenticate: %w", ErrNotFound)
+	}
+	return op, nil
+}

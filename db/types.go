@@ -1,0 +1,73 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Type is a registered notification type with its defaults and texts.
+type Type struct {
+	bun.BaseModel `bun:"table:notification_types"`
+
+	Key          string    `bun:"key,pk"`
+	Name         string    `bun:"name"`
+	Description  string    `bun:"description"`
+	Category     string    `bun:"category"`
+	Required     bool      `bun:"required"`
+	DefaultMode  string    `bun:"default_mode"`
+	WindowMS     int64     `bun:"window_ms"`
+	MaxWaitMS    int64     `bun:"max_wait_ms"`
+	Lead         bool      `bun:"lead"`
+	MaxItems     int       `bun:"max_items"`
+	DisplayLimit int       `bun:"display_limit"`
+	ItemOrder    string    `bun:"item_order"`
+	ItemText     string    `bun:"item_text"`
+	GroupText    string    `bun:"group_text"`
+	BurstLimit   int       `bun:"burst_limit"`
+	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()"`
+	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()"`
+}
+
+// Window and MaxWait are the type's durations.
+func (t *Type) Window() time.Duration  { return time.Duration(t.WindowMS) * time.Millisecond }
+func (t *Type) MaxWait() time.Duration { return time.Duration(t.MaxWaitMS) * time.Millisecond }
+
+// GetType loads one type.
+func GetType(ctx context.Context, q bun.IDB, key string) (*Type, error) {
+	t := new(Type)
+	if err := q.NewSelect().Model(t).Where("key = ?", key).Scan(ctx); err != nil {
+		return nil, notFound(err, "type "+key)
+	}
+	return t, nil
+}
+
+// ListTypes returns every type, by category then name.
+func ListTypes(ctx context.Context, q bun.IDB) ([]Type, error) {
+	var ts []Type
+	if err := q.NewSelect().Model(&ts).Order("category", "name", "key").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list types: %w", err)
+	}
+	return ts, nil
+}
+
+// SaveType creates or replaces a type.
+func SaveType(ctx context.Context, q bun.IDB, t *Type) error {
+	t.UpdatedAt = time.Now()
+	_, err := q.NewInsert().Model(t).
+		On("CONFLICT (key) DO UPDATE").
+		Set("name = EXCLUDED.name, description = EXCLUDED.description, category = EXCLUDED.category").
+		Set("required = EXCLUDED.required, default_mode = EXCLUDED.default_mode").
+		Set("window_ms = EXCLUDED.window_ms, max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead").
+		Set("max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order").
+		Set("item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit").
+		Set("updated_at = EXCLUDED.updated_at").
+		Returning("created_at").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("save type %s: %w", t.Key, err)
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/preferences/batching"
+)
+
+// FlushArgs asks for one batch to be flushed.
+type FlushArgs struct {
+	BatchID int64 `json:"batch_id"`
+}
+
+// Kind is River's name for the job.
+func (FlushArgs) Kind() string { return "flush_batch" }
+
+// InsertOpts gives a flush eight tries: temporary SMTP failures retry with
+// the backoff of FlushWorker.NextRetry, about half an hour in all.
+func (FlushArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 8} }
+
+// FlushWorker turns a due batch into one email.
+//
+// A flush runs in three steps. First, in one transaction holding the
+// batch's row lock: check the batch is still open and due, check the
+// recipient still wants it, render it, and move it to "flushing" owned by
+// this job. Then send, with no lock held. Then record the outcome. Because
+// the state moves away from "open" in the first step, events arriving
+// during the send open a new batch, and a second job for the same batch
+// finds nothing to do: each batch is sent by exactly one job.
+type FlushWorker struct {
+	river.WorkerDefaults[FlushArgs]
+	DB     *db.DB
+	Sender mailer.Sender
+	Links  mailtemplates.Links
+	From   string
+	// AtMostOnce marks a delivery sent before SMTP is asked, so a crash
+	// mid-send can lose an email but never send one twice.
+	AtMostOnce bool
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+func (w *FlushWorker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// NextRetry backs off exponentially from 15 s with ±20% jitter: eight
+// attempts span about half an hour, and many failed deliveries do not
+// retry in lockstep against a recovering mail server.
+func (w *FlushWorker) NextRetry(job *river.Job[FlushArgs]) time.Time {
+	d := 15 * time.Second << min(job.Attempt-1, 10)
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Now().Add(time.Duration(float64(d) * jitter))
+}
+
+// sendPlan is what the first step decided to send.
+type sendPlan struct {
+	batchID  int64
+	delivery *db.Delivery
+	msg      *mailtemplates.Message
+}
+
+// Work flushes the batch.
+func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error {
+	var plan *sendPlan
+	var snooze time.Duration
+	err := w.DB.InTx(ctx, func(tx pgx.Tx) (err error) {
+		plan, snooze, err = w.prepare(ctx, tx, job)
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("flush batch %d: %w", job.Args.BatchID, err)
+	case snooze > 0:
+		return river.JobSnooze(snooze)
+	case plan == nil:
+		return nil
+	}
+	return w.send(ctx, job, plan)
+}
+
+// prepare is step one. It returns a plan to send, a snooze when the batch
+// is not due yet, or neither when there is nothing to do.
+func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[FlushArgs]) (*sendPlan, time.Duration, error) {
+	now := w.now()
+	b, err := db.LockBatch(ctx, tx, job.Args.BatchID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	switch b.State {
+	case db.StateOpen:
+		if b.ClosesAt.After(now) {
+			// The window slid since this job was scheduled: wake up again
+			// when the batch now closes.
+			return nil, b.ClosesAt.Sub(now), nil
+		}
+	case db.StateFlushing:
+		// Only the job that took the batch may resend it (after a crash or
+		// a temporary failure); any other job for it is a duplicate.
+		if b.FlushJobID != nil && *b.FlushJobID != job.ID {
+			return nil, 0, nil
+		}
+	case db.StateSent:
+		if w.AtMostOnce {
+			return nil, 0, w.flagLost(ctx, tx, b.ID)
+		}
+		return nil, 0, nil
+	default:
+		return nil, 0, nil
+	}
+
+	content, reason, err := w.load(ctx, tx, b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if reason != "" {
+		return nil, 0, w.cancel(ctx, tx, b, reason, now)
+	}
+	if err := db.SetBatchState(ctx, tx, b.ID, db.StateFlushing, "", job.ID, now); err != nil {
+		return nil, 0, err
+	}
+	msg, err := w.render(content, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := db.EnsureDelivery(ctx, tx, b.ID, msg.MessageID, msg.To)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := db.MarkSending(ctx, tx, d.ID, msg.Subject, w.AtMostOnce, now); err != nil {
+		return nil, 0, err
+	}
+	if w.AtMostOnce {
+		if err := db.SetBatchState(ctx, tx, b.ID, db.StateSent, "", 0, now); err != nil {
+			return nil, 0, err
+		}
+	}
+	return &sendPlan{batchID: b.ID, delivery: d, msg: msg}, 0, nil
+}
+
+// load reads what the email needs and checks the recipient's preferences
+// again: anything muted or unsubscribed since the batch opened is dropped,
+// and a reason is returned when nothing is left to send.
+func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtemplates.BatchContent, string, error) {
+	c := mailtemplates.BatchContent{Batch: b, Types: map[string]*db.Type{}}
+	items, err := db.BatchItems(ctx, tx, b.ID, false)
+	if err != nil {
+		return c, "", err
+	}
+	var rec *db.Recipient
+	reason := db.SkipRetracted
+	for _, it := range items {
+		if it.ReadAt != nil {
+			reason = db.SkipRead
+			continue
+		}
+		typ, ok := c.Types[it.TypeKey]
+		if !ok {
+			if typ, err = db.GetType(ctx, w.DB.Bun, it.TypeKey); err != nil {
+				return c, "", err
+			}
+			c.Types[it.TypeKey] = typ
+		}
+		s, err := db.LoadRecipientSettings(ctx, tx, []string{b.RecipientID}, it.TypeKey)
+		if err != nil {
+			return c, "", err
+		}
+		rs, ok := s[b.RecipientID]
+		if !ok {
+			return c, db.SkipInactive, nil
+		}
+		rec = &rs.Recipient
+		p := preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
+		if p.Mode == preferences.Never {
+			reason = db.SkipMuted
+			if rs.Unsubscribed {
+				reason = db.SkipUnsubscribed
+			}
+			continue
+		}
+		c.Items = append(c.Items, it)
+	}
+	switch {
+	case rec != nil && !rec.Active:
+		return c, db.SkipInactive, nil
+	case len(c.Items) == 0:
+		return c, reason, nil
+	case rec.Email == "":
+		return c, db.SkipNoEmail, nil
+	}
+	c.Recipient = rec
+	return c, "", nil
+}
+
+func (w *FlushWorker) render(c mailtemplates.BatchContent, now time.Time) (*mailtemplates.Message, error) {
+	in := mailtemplates.InputFromBatch(c)
+	in.From = w.From
+	in.MessageID = MessageID(c.Batch.ID, w.From)
+	in.Date = now
+	in.SettingsURL, _ = w.Links.SettingsURL(c.Recipient.ID, now)
+	in.UnsubscribeURL = w.Links.UnsubscribeURL(c.Recipient.ID, now)
+	return mailtemplates.Render(in)
+}
+
+// MessageID is derived from the batch alone, so a resend after a crash
+// carries the same Message-ID and mail systems can tell it is one email.
+func MessageID(batchID int64, from string) string {
+	domain := "lull.localhost"
+	if _, d, ok := strings.Cut(from, "@"); ok && d != "" {
+		domain = strings.Trim(d, "> ")
+	}
+	return fmt.Sprintf("batch-%d@%s", batchID, domain)
+}
+
+func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {
+	if err := db.SetBatchState(ctx, tx, b.ID, db.StateCanceled, reason, 0, now); err != nil {
+		return err
+	}
+	typ := ""
+	if b.TypeKey != nil {
+		typ = *b.TypeKey
+	}
+	return db.InsertSkips(ctx, tx, []db.Skip{{RecipientID: b.RecipientID, TypeKey: typ, BatchID: &b.ID, Items: b.ItemCount, Reason: reason}})
+}
+
+// flagLost handles an at-most-once batch found "sent" by a job that runs
+// again: the process that marked it died before SMTP confirmed, so the
+// email may never have left.
+func (w *FlushWorker) flagLost(ctx context.Context, tx pgx.Tx, batchID int64) error {
+	d, err := db.GetDeliveryByBatch(ctx, tx, batchID)
+	if err != nil || d.Confirmed {
+		return nil
+	}
+	w.Logger.Warn("email possibly lost (at-most-once)", "batch", batchID, "message_id", d.MessageID)
+	return db.MarkPossiblyLost(ctx, tx, d.ID)
+}
+
+// send is steps two and three: hand the email to the sender and record
+// what happened. A temporary failure returns an error so River retries the
+// job; a permanent one, or the last try, fails the batch visibly.
+func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan *sendPlan) error {
+	sendErr := w.Sender.Send(ctx, plan.msg)
+	now := w.now()
+	final := sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
+	err := w.DB.InTx(context.WithoutCancel(ctx), func(tx pgx.Tx) error {
+		switch {
+		case sendErr == nil:
+			if err := db.RecordAttempt(ctx, tx, plan.delivery.ID, true, "ok", db.StateSent, now); err != nil {
+				return err
+			}
+			return db.SetBatchState(ctx, tx, plan.batchID, db.StateSent, "", 0, now)
+		case final:
+			if err := db.RecordAttempt(ctx, tx, plan.delivery.ID, false, sendErr.Error(), db.StateFailed, now); err != nil {
+				return err
+			}
+			return db.SetBatchState(ctx, tx, plan.batchID, db.StateFailed, sendErr.Error(), 0, now)
+		default:
+			state := ""
+			if w.AtMostOnce {
+				// Known not sent: back to flushing so the retry may send it.
+				state = "sending"
+				if err := db.SetBatchState(ctx, tx, plan.batchID, db.StateFlushing, "", job.ID, now); err != nil {
+					return err
+				}
+			}
+			return db.RecordAttempt(ctx, tx, plan.delivery.ID, false, sendErr.Error(), state, now)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("record delivery of batch %d: %w", plan.batchID, err)
+	}
+	switch {
+	case sendErr == nil:
+		return nil
+	case final:
+		w.Logger.Warn("delivery failed", "batch", plan.batchID, "err", sendErr)
+		return river.JobCancel(sendErr)
+	default:
+		return fmt.Errorf("send batch %d: %w", plan.batchID, sendErr)
+	}
+}

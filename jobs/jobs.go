@@ -1,0 +1,81 @@
+// Package jobs holds lull's River workers: the flush that turns a batch into
+// an email, the sweep that catches any due batch without a job, and the
+// maintenance of partitions and retention. One file per job kind.
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences/batching"
+)
+
+// Config tunes the River client.
+type Config struct {
+	Workers int
+	// JobTimeout bounds one flush. RescueAfter is when River considers a
+	// job whose process died (still "running") stuck and retries it.
+	JobTimeout  time.Duration
+	RescueAfter time.Duration
+	// SweepEvery is how often the sweep looks for due batches without a job.
+	SweepEvery time.Duration
+	// Retention is how long notifications and events are kept.
+	Retention time.Duration
+	// FetchCooldown is River's pause between fetches; lower is faster.
+	FetchCooldown time.Duration
+}
+
+// NewClient builds the River client with every worker and periodic job.
+// With insertOnly set it only inserts jobs (for commands that do no work).
+func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, insertOnly bool) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, flush)
+	river.AddWorker(workers, &SweepWorker{DB: d, Now: flush.Now})
+	river.AddWorker(workers, &RetentionWorker{DB: d, Retention: cfg.Retention, Logger: logger})
+
+	rc := &river.Config{
+		Logger:               logger,
+		Workers:              workers,
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		FetchCooldown:        cfg.FetchCooldown,
+		FetchPollInterval:    time.Second,
+	}
+	if !insertOnly {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}}
+		rc.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepEvery), func() (river.JobArgs, *river.InsertOpts) {
+				return SweepArgs{}, nil
+			}, &river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+				return RetentionArgs{}, nil
+			}, &river.PeriodicJobOpts{RunOnStart: true}),
+		}
+	}
+	return river.NewClient(riverpgxv5.New(d.Pool), rc)
+}
+
+// Scheduler inserts flush jobs with a River client; it is what the batching
+// engine calls, in the same transaction as the batch it writes.
+type Scheduler struct {
+	Client *river.Client[pgx.Tx]
+}
+
+// ScheduleFlushes inserts one flush job per request, due at its time.
+func (s *Scheduler) ScheduleFlushes(ctx context.Context, tx pgx.Tx, fl []batching.Flush) error {
+	if len(fl) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(fl))
+	for i, f := range fl {
+		params[i] = river.InsertManyParams{Args: FlushArgs{BatchID: f.BatchID}, InsertOpts: &river.InsertOpts{ScheduledAt: f.At}}
+	}
+	_, err := s.Client.InsertManyFastTx(ctx, tx, params)
+	return err
+}

@@ -1,0 +1,45 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// RetentionArgs is the hourly maintenance of day partitions.
+type RetentionArgs struct{}
+
+// Kind is River's name for the job.
+func (RetentionArgs) Kind() string { return "retention" }
+
+// InsertOpts keeps one retention job per hour across all processes.
+func (RetentionArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: time.Hour}}
+}
+
+// RetentionWorker creates the coming days' partitions and drops those
+// older than Retention: one cheap DROP TABLE per day instead of a DELETE
+// over millions of rows.
+type RetentionWorker struct {
+	river.WorkerDefaults[RetentionArgs]
+	DB        *db.DB
+	Retention time.Duration
+	Logger    *slog.Logger
+}
+
+// Work runs the maintenance.
+func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[RetentionArgs]) error {
+	dropped, err := db.MaintainPartitions(ctx, w.DB.Pool, time.Now().Add(-w.Retention))
+	if err != nil {
+		return fmt.Errorf("retention: %w", err)
+	}
+	if len(dropped) > 0 {
+		w.Logger.Info("dropped old partitions", "tables", dropped)
+	}
+	return nil
+}

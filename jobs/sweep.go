@@ -1,0 +1,54 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// SweepArgs is the periodic safety net that flushes any due batch.
+type SweepArgs struct{}
+
+// Kind is River's name for the job.
+func (SweepArgs) Kind() string { return "sweep_due_batches" }
+
+// InsertOpts makes the sweep unique, so several lull processes on one
+// database run one sweep, not one each.
+func (SweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: 10 * time.Second}}
+}
+
+// SweepWorker enqueues a flush for every open batch past its close time.
+// Flush jobs are inserted with their batch, so normally this finds
+// nothing; it exists so that no batch can be stranded whatever happened to
+// its job (a lost insert, a job deleted by hand, a bug).
+type SweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	DB  *db.DB
+	Now func() time.Time
+}
+
+// Work enqueues flushes for due batches, a thousand at a time. A batch
+// whose job is merely late gets a second job; the flush is idempotent.
+func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
+	now := time.Now()
+	if w.Now != nil {
+		now = w.Now()
+	}
+	// Batches due only a moment ago still have their own job running.
+	ids, err := db.DueBatches(ctx, w.DB.Pool, now.Add(-30*time.Second), 1000)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		params[i] = river.InsertManyParams{Args: FlushArgs{BatchID: id}}
+	}
+	_, err = client.InsertMany(ctx, params)
+	return err
+}

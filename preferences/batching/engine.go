@@ -1,0 +1,44 @@
+// Package batching applies the rules of package preferences to stored
+// data: it routes an event's notifications into batches, retracts them, and
+// decides at flush time whether a batch is still wanted. The API, the
+// workers and the simulator all go through it, so there is one answer to
+// "which batch, and when does it close?".
+package batching
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// Scheduler enqueues flush jobs in the caller's transaction, so a batch and
+// its timer commit together. The jobs package implements it; tests may too.
+type Scheduler interface {
+	ScheduleFlushes(ctx context.Context, tx pgx.Tx, flushes []Flush) error
+}
+
+// Flush asks for batch BatchID to be flushed at At.
+type Flush struct {
+	BatchID int64
+	At      time.Time
+}
+
+// Engine is the batching engine over one database.
+type Engine struct {
+	DB        *db.DB
+	Scheduler Scheduler
+	Logger    *slog.Logger
+	// Now is the clock; tests walk it forward instead of sleeping.
+	Now func() time.Time
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}

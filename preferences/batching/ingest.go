@@ -1,0 +1,408 @@
+package batching
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
+)
+
+// MaxRecipients is the most recipients one event may name. A fan-out to
+// 100,000 followers fits; beyond that the host application should split.
+const MaxRecipients = 100_000
+
+// Event is one event as the host application posts it.
+type Event struct {
+	Type       string         `json:"type"`
+	Key        string         `json:"key,omitempty"`
+	Actor      Actor          `json:"actor"`
+	Object     Object         `json:"object"`
+	Recipients []RecipientRef `json:"recipients"`
+	BatchKey   string         `json:"batch_key,omitempty"`
+	Data       map[string]any `json:"data,omitempty"`
+	OccurredAt *time.Time     `json:"occurred_at,omitempty"`
+}
+
+// Actor is who did it.
+type Actor struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Object is what it was done to.
+type Object struct {
+	Type  string `json:"type"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+// RecipientRef is a bare recipient id ("u_bob"), or an object that creates
+// or updates the recipient on the way in.
+type RecipientRef struct {
+	ID       string `json:"id"`
+	Email    string `json:"email,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	Inline   bool   `json:"-"`
+}
+
+// UnmarshalJSON accepts a string or an object.
+func (r *RecipientRef) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.ID)
+	}
+	type plain RecipientRef
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = RecipientRef(p)
+	r.Inline = true
+	return nil
+}
+
+// IngestResult is the API's answer to an event; it is also what a replay
+// of the same idempotency key gets back.
+type IngestResult struct {
+	ID            int64      `json:"id"`
+	Notifications int        `json:"notifications"`
+	Suppressed    int        `json:"suppressed"`
+	Batches       []BatchRef `json:"batches"`
+}
+
+// BatchRef says where one recipient's notification went.
+type BatchRef struct {
+	ID        int64     `json:"id"`
+	Recipient string    `json:"recipient"`
+	BatchKey  string    `json:"batch_key"`
+	ClosesAt  time.Time `json:"closes_at"`
+}
+
+// Ingest validates ev, stores it, and puts one notification per recipient
+// into the right batch, all in one transaction with the batches' flush
+// jobs. Work is set-based: a fan-out to many recipients costs a handful of
+// statements, not one per recipient.
+func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*IngestResult, error) {
+	typ, err := e.validate(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	var res *IngestResult
+	err = e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		if ev.Key != "" {
+			first, ok, err := db.ClaimEventKey(ctx, tx, apiKeyID, ev.Key)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				res = new(IngestResult)
+				return json.Unmarshal(first, res)
+			}
+		}
+		res, err = e.ingestTx(ctx, tx, apiKeyID, typ, ev)
+		if err != nil {
+			return err
+		}
+		if ev.Key != "" {
+			return db.RecordEventKey(ctx, tx, apiKeyID, ev.Key, res.ID, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *db.Type, ev *Event) (*IngestResult, error) {
+	now := e.now()
+	var inline []db.Recipient
+	ids := make([]string, len(ev.Recipients))
+	for i, r := range ev.Recipients {
+		ids[i] = r.ID
+		if r.Inline {
+			inline = append(inline, db.Recipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
+		}
+	}
+	if err := db.UpsertRecipients(ctx, tx, inline); err != nil {
+		return nil, err
+	}
+	settings, err := db.LoadRecipientSettings(ctx, tx, ids, typ.Key)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if _, ok := settings[id]; !ok {
+			return nil, &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", id)}}}
+		}
+	}
+	stored := &db.Event{APIKeyID: apiKeyID, Key: ev.Key, TypeKey: typ.Key, BatchKey: ev.BatchKey, OccurredAt: *ev.OccurredAt, Recipients: len(ids)}
+	stored.Actor, _ = json.Marshal(ev.Actor)
+	stored.Object, _ = json.Marshal(ev.Object)
+	stored.Data, _ = json.Marshal(ev.Data)
+	eventID, created, err := db.InsertEvent(ctx, tx, stored)
+	if err != nil {
+		return nil, err
+	}
+
+	r := router{typ: typ, eventBatchKey: ev.BatchKey, now: now}
+	if err := r.route(ctx, tx, ids, settings); err != nil {
+		return nil, err
+	}
+	joined, err := db.JoinBatches(ctx, tx, r.joins, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &IngestResult{ID: eventID, Suppressed: len(r.skips), Batches: make([]BatchRef, 0, len(joined))}
+	flushes, err := e.settleCloseTimes(ctx, tx, typ, joined, settings, now)
+	if err != nil {
+		return nil, err
+	}
+	rids, bids := make([]string, len(joined)), make([]int64, len(joined))
+	for i, b := range joined {
+		rids[i], bids[i] = b.RecipientID, b.ID
+		res.Batches = append(res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
+	}
+	res.Notifications = len(joined)
+	if err := db.InsertNotifications(ctx, tx, eventID, created, typ.Key, *ev.OccurredAt, rids, bids); err != nil {
+		return nil, err
+	}
+	for i := range r.skips {
+		r.skips[i].EventID = &eventID
+	}
+	if err := db.InsertSkips(ctx, tx, r.skips); err != nil {
+		return nil, err
+	}
+	if err := e.Scheduler.ScheduleFlushes(ctx, tx, flushes); err != nil {
+		return nil, fmt.Errorf("schedule flushes: %w", err)
+	}
+	return res, nil
+}
+
+// settleCloseTimes recomputes each joined batch's close time from its
+// opening, its latest event and the type's max_items, stores the ones that
+// moved, and returns the flushes to schedule: one for every new batch and
+// one for every batch that must now close earlier than its job expects. A
+// batch whose window slid later needs no new job: its job, waking early,
+// snoozes until the new time.
+func (e *Engine) settleCloseTimes(ctx context.Context, tx pgx.Tx, typ *db.Type, joined []db.JoinedBatch, settings map[string]db.RecipientSettings, now time.Time) ([]Flush, error) {
+	var ids []int64
+	var closes []time.Time
+	var flushes []Flush
+	for i := range joined {
+		b := &joined[i]
+		rs := settings[b.RecipientID]
+		at := preferences.CloseTime(
+			preferences.Policy{Mode: preferences.Mode(b.Mode), Window: b.Window, MaxWait: b.MaxWait},
+			Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt)
+		if typ.MaxItems > 0 && b.Mode == string(preferences.Cooldown) && b.ItemCount >= typ.MaxItems {
+			at = now
+		}
+		if !at.Equal(b.ClosesAt) {
+			ids, closes = append(ids, b.ID), append(closes, at)
+		}
+		if b.Inserted || at.Before(b.ClosesAt) {
+			flushes = append(flushes, Flush{BatchID: b.ID, At: at})
+		}
+		b.ClosesAt = at
+	}
+	return flushes, db.SetClosesAt(ctx, tx, ids, closes)
+}
+
+// router decides, recipient by recipient, which batch a notification joins
+// or why it is skipped.
+type router struct {
+	typ           *db.Type
+	eventBatchKey string
+	now           time.Time
+	joins         []db.BatchJoin
+	skips         []db.Skip
+}
+
+func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings map[string]db.RecipientSettings) error {
+	defaults := TypeDefaults(r.typ)
+	policies := make(map[string]preferences.Policy, len(ids))
+	var immediate, leading []string
+	for _, id := range ids {
+		s := settings[id]
+		p := preferences.Effective(defaults, Override(s.Pref), s.Unsubscribed)
+		switch {
+		case !s.Active:
+			r.skip(id, db.SkipInactive)
+			continue
+		case p.Mode == preferences.Never && s.Unsubscribed:
+			r.skip(id, db.SkipUnsubscribed)
+			continue
+		case p.Mode == preferences.Never:
+			r.skip(id, db.SkipMuted)
+			continue
+		case p.Mode == preferences.Immediate:
+			immediate = append(immediate, id)
+		case p.Mode == preferences.Cooldown && p.Lead:
+			leading = append(leading, id)
+		}
+		policies[id] = p
+	}
+	if err := r.applyBurstGuard(ctx, tx, immediate, policies); err != nil {
+		return err
+	}
+	if err := r.applyLead(ctx, tx, leading, policies); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		p, ok := policies[id]
+		if !ok {
+			continue
+		}
+		s := settings[id]
+		j := db.BatchJoin{
+			RecipientID: id,
+			BatchKey:    preferences.BatchKey(p.Mode, r.typ.Key, r.eventBatchKey),
+			Mode:        string(p.Mode),
+			Window:      p.Window,
+			MaxWait:     p.MaxWait,
+			ClosesAt:    preferences.CloseTime(p, Schedule(&s.Recipient), r.now, r.now),
+		}
+		if p.Mode == preferences.Immediate || p.Mode == preferences.Cooldown {
+			j.TypeKey = r.typ.Key
+		}
+		r.joins = append(r.joins, j)
+	}
+	sort.Slice(r.joins, func(a, b int) bool { return r.joins[a].RecipientID < r.joins[b].RecipientID })
+	return nil
+}
+
+func (r *router) skip(id, reason string) {
+	r.skips = append(r.skips, db.Skip{RecipientID: id, TypeKey: r.typ.Key, Reason: reason})
+}
+
+// applyBurstGuard turns immediate into a short cooldown for recipients who
+// already got burst_limit emails of this type in the last minute, or who
+// have such a burst batch open.
+func (r *router) applyBurstGuard(ctx context.Context, tx pgx.Tx, ids []string, policies map[string]preferences.Policy) error {
+	if len(ids) == 0 || r.typ.BurstLimit <= 0 {
+		return nil
+	}
+	recent, err := db.RecentImmediate(ctx, tx, ids, r.typ.Key, r.now.Add(-time.Minute))
+	if err != nil {
+		return err
+	}
+	open, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if preferences.Bursting(recent[id], r.typ.BurstLimit) || open[id].HasOpen {
+			policies[id] = preferences.BurstPolicy
+		}
+	}
+	return nil
+}
+
+// applyLead sends the first notification of a quiet period at once.
+func (r *router) applyLead(ctx context.Context, tx pgx.Tx, ids []string, policies map[string]preferences.Policy) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	act, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		p := policies[id]
+		if preferences.LeadsNow(p, act[id].HasOpen, act[id].Last, r.now) {
+			policies[id] = preferences.Policy{Mode: preferences.Immediate}
+		}
+	}
+	return nil
+}
+
+// validate checks an event before anything is stored and loads its type.
+func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
+	v := &ValidationError{}
+	if ev.Type == "" {
+		v.Add("type", "is required")
+	}
+	if len(ev.Key) > 255 {
+		v.Add("key", "is longer than 255 characters")
+	}
+	if len(ev.BatchKey) > 255 {
+		v.Add("batch_key", "is longer than 255 characters")
+	}
+	switch n := len(ev.Recipients); {
+	case n == 0:
+		v.Add("recipients", "needs at least one recipient")
+	case n > MaxRecipients:
+		v.Add("recipients", fmt.Sprintf("has %d recipients; at most %d per event", n, MaxRecipients))
+	}
+	seen := make(map[string]int, len(ev.Recipients))
+	dedup := ev.Recipients[:0]
+	for i, r := range ev.Recipients {
+		validateRecipientRef(v, fmt.Sprintf("recipients[%d]", i), r)
+		if j, ok := seen[r.ID]; ok {
+			if r.Inline {
+				dedup[j] = r
+			}
+			continue
+		}
+		seen[r.ID] = len(dedup)
+		dedup = append(dedup, r)
+	}
+	ev.Recipients = dedup
+	if ev.OccurredAt == nil {
+		t := e.now()
+		ev.OccurredAt = &t
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	typ, err := db.GetType(ctx, e.DB.Bun, ev.Type)
+	if err != nil {
+		if isNotFound(err) {
+			v.Add("type", fmt.Sprintf("unknown notification type %q: create it with PUT /api/v1/types/%s", ev.Type, ev.Type))
+			return nil, v
+		}
+		return nil, err
+	}
+	return typ, nil
+}
+
+func validateRecipientRef(v *ValidationError, field string, r RecipientRef) {
+	switch {
+	case strings.TrimSpace(r.ID) == "":
+		v.Add(field+".id", "is required")
+	case len(r.ID) > 255:
+		v.Add(field+".id", "is longer than 255 characters")
+	}
+	if !r.Inline {
+		return
+	}
+	if r.Email != "" {
+		if msg := CheckEmail(r.Email); msg != "" {
+			v.Add(field+".email", msg)
+		}
+	}
+	if r.Timezone != "" {
+		if _, err := time.LoadLocation(r.Timezone); err != nil || r.Timezone == "Local" {
+			v.Add(field+".timezone", fmt.Sprintf("unknown time zone %q: use an IANA name such as Europe/Berlin", r.Timezone))
+		}
+	}
+}
+
+// CheckEmail returns why s is not a plain email address, or "".
+func CheckEmail(s string) string {
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || strings.ContainsAny(s, "\r\n") {
+		return fmt.Sprintf("%q is not an email address", s)
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+package batching
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// RetractResult says what a retraction removed.
+type RetractResult struct {
+	EventID  int64   `json:"id"`
+	Removed  int     `json:"removed"`
+	Canceled []int64 `json:"canceled_batches"`
+}
+
+// Retract takes an event's notifications out of every batch that has not
+// flushed; a batch left empty is canceled rather than sent.
+func (e *Engine) Retract(ctx context.Context, apiKeyID int64, idOrKey string) (*RetractResult, error) {
+	res := &RetractResult{Canceled: []int64{}}
+	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		id, err := db.FindEvent(ctx, tx, apiKeyID, idOrKey)
+		if err != nil {
+			return err
+		}
+		res.EventID = id
+		now := e.now()
+		removed, touched, err := db.RetractEvent(ctx, tx, id, now)
+		if err != nil {
+			return err
+		}
+		res.Removed = removed
+		var skips []db.Skip
+		for bid, left := range touched {
+			if left > 0 {
+				continue
+			}
+			if err := db.SetBatchState(ctx, tx, bid, db.StateCanceled, db.SkipRetracted, 0, now); err != nil {
+				return err
+			}
+			b, err := db.GetBatch(ctx, tx, bid)
+			if err != nil {
+				return err
+			}
+			skips = append(skips, db.Skip{RecipientID: b.RecipientID, TypeKey: deref(b.TypeKey), BatchID: &bid, EventID: &id, Reason: db.SkipRetracted})
+			res.Canceled = append(res.Canceled, bid)
+		}
+		sort.Slice(res.Canceled, func(i, j int) bool { return res.Canceled[i] < res.Canceled[j] })
+		return db.InsertSkips(ctx, tx, skips)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ErrNotOpen is returned by operator actions on a batch that already left
+// the open state.
+var ErrNotOpen = fmt.Errorf("batch is not open")
+
+// FlushNow makes an open batch due and schedules its flush at once.
+func (e *Engine) FlushNow(ctx context.Context, batchID int64) error {
+	return e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		b, err := db.LockBatch(ctx, tx, batchID)
+		if err != nil {
+			return err
+		}
+		if b.State != db.StateOpen {
+			return fmt.Errorf("flush batch %d (%s): %w", batchID, b.State, ErrNotOpen)
+		}
+		now := e.now()
+		if err := db.MakeDue(ctx, tx, batchID, now); err != nil {
+			return err
+		}
+		return e.Scheduler.ScheduleFlushes(ctx, tx, []Flush{{BatchID: batchID, At: now}})
+	})
+}
+
+// Cancel cancels an open batch for an operator; its notifications are not
+// sent and the skip log says who decided.
+func (e *Engine) Cancel(ctx context.Context, batchID int64, reason string) error {
+	if reason == "" {
+		reason = db.SkipOperator
+	}
+	return e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		b, err := db.LockBatch(ctx, tx, batchID)
+		if err != nil {
+			return err
+		}
+		if b.State != db.StateOpen {
+			return fmt.Errorf("cancel batch %d (%s): %w", batchID, b.State, ErrNotOpen)
+		}
+		if err := db.SetBatchState(ctx, tx, batchID, db.StateCanceled, reason, 0, e.now()); err != nil {
+			return err
+		}
+		return db.InsertSkips(ctx, tx, []db.Skip{{RecipientID: b.RecipientID, TypeKey: deref(b.TypeKey), BatchID: &batchID, Items: b.ItemCount, Reason: reason}})
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,143 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences/batching"
+)
+
+// MaxBodyBytes limits API request bodies; a 100,000-recipient fan-out of
+// bare ids fits well within it.
+const MaxBodyBytes = 4 << 20
+
+type ctxKey int
+
+const apiKeyIDKey ctxKey = iota
+
+// apiAuth lets a request through only with a live API key, and records
+// the key's id for idempotency keys and retractions.
+func (s *Server) apiAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			s.problem(w, r, errUnauthorized)
+			return
+		}
+		id, err := s.DB.APIKeyID(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, db.ErrNotFound) {
+			s.problem(w, r, errUnauthorized)
+			return
+		}
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyIDKey, id)))
+	})
+}
+
+func apiKeyID(r *http.Request) int64 {
+	id, _ := r.Context().Value(apiKeyIDKey).(int64)
+	return id
+}
+
+// recoverPanics turns a panic in a handler into a logged 500, so no stack
+// trace reaches a user and the process keeps serving.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.problem(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeJSON reads a JSON body into v. Unknown fields are refused, so a
+// misspelt field ("recipient" for "recipients") is an error rather than
+// silently ignored. Errors come back as problems naming the field.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errTooLarge
+		}
+		return newProblem(http.StatusBadRequest, "bad-body", "Unreadable body", err.Error())
+	}
+	// PostgreSQL text cannot hold NUL characters; refuse them up front
+	// rather than fail deep in a transaction.
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		return Invalid(FieldError{Field: "body", Message: "NUL characters (\\u0000) are not allowed"})
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonProblem(err)
+	}
+	if dec.More() {
+		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonProblem(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", "the body is empty or cut short")
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return Invalid(FieldError{Field: field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return Invalid(FieldError{Field: name, Message: "is not a known field"})
+	}
+	return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", err.Error())
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "a number"
+}
+
+// validationProblem converts the engine's validation errors.
+func validationProblem(err error) error {
+	var v *batching.ValidationError
+	if !errors.As(err, &v) {
+		return err
+	}
+	fe := make([]FieldError, len(v.Errors))
+	for i, e := range v.Errors {
+		fe[i] = FieldError{Field: e.Field, Message: e.Message}
+	}
+	return Invalid(fe...)
+}

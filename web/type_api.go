@@ -1,0 +1,158 @@
+package web
+
+import (
+	"net/http"
+	"regexp"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences"
+)
+
+// TypeBody is a notification type as the API shows and accepts it.
+type TypeBody struct {
+	Key          string `json:"key"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Category     string `json:"category"`
+	Required     bool   `json:"required"`
+	DefaultMode  string `json:"default_mode"`
+	Window       string `json:"window"`
+	MaxWait      string `json:"max_wait"`
+	Lead         bool   `json:"lead"`
+	MaxItems     int    `json:"max_items"`
+	DisplayLimit int    `json:"display_limit"`
+	ItemOrder    string `json:"item_order"`
+	ItemText     string `json:"item_text"`
+	GroupText    string `json:"group_text"`
+	BurstLimit   *int   `json:"burst_limit,omitempty"`
+}
+
+var typeKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
+
+func typeBody(t *db.Type) TypeBody {
+	bl := t.BurstLimit
+	return TypeBody{
+		Key: t.Key, Name: t.Name, Description: t.Description, Category: t.Category, Required: t.Required,
+		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
+		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
+		ItemText: t.ItemText, GroupText: t.GroupText, BurstLimit: &bl,
+	}
+}
+
+// TypeFromBody validates a type body and fills the defaults of
+// DESIGN.md: display limit 10, latest items first, a cooldown of 5 minutes
+// capped at an hour, and texts built from the type's name.
+func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
+	var errs []FieldError
+	add := func(f, m string) { errs = append(errs, FieldError{f, m}) }
+	if !typeKeyPattern.MatchString(key) {
+		add("key", "must be 1-100 lowercase letters, digits, '.', '_', ':' or '-', such as comment.created")
+	}
+	t := &db.Type{Key: key, Name: b.Name, Description: b.Description, Category: b.Category, Required: b.Required,
+		Lead: b.Lead, MaxItems: b.MaxItems, DisplayLimit: b.DisplayLimit, ItemOrder: b.ItemOrder,
+		ItemText: b.ItemText, GroupText: b.GroupText, DefaultMode: b.DefaultMode, BurstLimit: 5}
+	if t.Name == "" {
+		t.Name = key
+	}
+	if t.DefaultMode == "" {
+		t.DefaultMode = string(preferences.Immediate)
+	} else if _, err := preferences.ParseMode(t.DefaultMode); err != nil {
+		add("default_mode", err.Error())
+	}
+	window, maxWait := "5m", "1h"
+	if b.Window != "" {
+		window = b.Window
+	}
+	if b.MaxWait != "" {
+		maxWait = b.MaxWait
+	}
+	if d, err := preferences.ParseWindow(window); err != nil {
+		add("window", err.Error())
+	} else {
+		t.WindowMS = d.Milliseconds()
+	}
+	if d, err := preferences.ParseMaxWait(maxWait); err != nil {
+		add("max_wait", err.Error())
+	} else {
+		t.MaxWaitMS = d.Milliseconds()
+	}
+	if t.MaxItems < 0 {
+		add("max_items", "must be 0 (no limit) or more")
+	}
+	switch {
+	case t.DisplayLimit == 0:
+		t.DisplayLimit = 10
+	case t.DisplayLimit < 1 || t.DisplayLimit > 100:
+		add("display_limit", "must be from 1 to 100")
+	}
+	switch t.ItemOrder {
+	case "":
+		t.ItemOrder = "latest"
+	case "first", "latest":
+	default:
+		add("item_order", "must be first or latest")
+	}
+	if b.BurstLimit != nil {
+		if *b.BurstLimit < 0 {
+			add("burst_limit", "must be 0 (off) or more")
+		}
+		t.BurstLimit = *b.BurstLimit
+	}
+	if t.ItemText == "" {
+		t.ItemText = mailtemplates.DefaultItemText()
+	} else if err := mailtemplates.ValidateItemText(t.ItemText); err != nil {
+		add("item_text", err.Error())
+	}
+	if t.GroupText == "" {
+		t.GroupText = mailtemplates.DefaultGroupText(t.Name)
+	} else if err := mailtemplates.ValidateGroupText(t.GroupText); err != nil {
+		add("group_text", err.Error())
+	}
+	return t, errs
+}
+
+func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
+	ts, err := db.ListTypes(r.Context(), s.DB.Bun)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out := make([]TypeBody, len(ts))
+	for i := range ts {
+		out[i] = typeBody(&ts[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"types": out})
+}
+
+func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
+	t, err := db.GetType(r.Context(), s.DB.Bun, r.PathValue("key"))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, typeBody(t))
+}
+
+func (s *Server) putType(w http.ResponseWriter, r *http.Request) {
+	var b TypeBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	key := r.PathValue("key")
+	if b.Key != "" && b.Key != key {
+		s.problem(w, r, Invalid(FieldError{"key", "differs from the key in the URL"}))
+		return
+	}
+	t, errs := TypeFromBody(key, b)
+	if len(errs) > 0 {
+		s.problem(w, r, Invalid(errs...))
+		return
+	}
+	if err := db.SaveType(r.Context(), s.DB.Bun, t); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, typeBody(t))
+}
