@@ -74,4 +74,3 @@ func (s *Server) preferencesLink(w http.ResponseWriter, r *http.Request) {
 	url, exp := s.Links.SettingsURL(rec.ID, s.now())
 	writeJSON(w, http.StatusOK, map[string]any{"url": url, "expires_at": exp})
 }
-

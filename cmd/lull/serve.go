@@ -274,4 +274,3 @@ func withDB(ctx context.Context, getenv func(string) string, stderr io.Writer, f
 	}
 	return fn(d)
 }
-

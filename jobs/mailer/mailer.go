@@ -319,4 +319,3 @@ func (l *limiter) wait(ctx context.Context) error {
 		}
 	}
 }
-
