@@ -226,3 +226,34 @@ func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) 
 	}
 	return removed, touched, rows.Err()
 }
+
+// ReclaimStuck releases batches left in "flushing" by a process that died:
+// their owning job no longer exists, has finished, or has been running
+// since before cutoff (longer than any flush may take). It returns their
+// ids; the caller enqueues a flush for each, and that job takes them over.
+// Batches whose job waits to retry after a temporary failure keep it, so
+// the backoff is respected.
+func ReclaimStuck(ctx context.Context, q Querier, cutoff time.Time) ([]int64, error) {
+	rows, err := q.Query(ctx, `
+		UPDATE batches b SET flush_job_id = NULL
+		WHERE b.state = 'flushing' AND b.flushing_at < $1
+		  AND NOT EXISTS (
+		      SELECT 1 FROM river_job j
+		      WHERE j.id = b.flush_job_id
+		        AND (j.state IN ('available', 'pending', 'scheduled', 'retryable')
+		             OR (j.state = 'running' AND j.attempted_at >= $1)))
+		RETURNING b.id`, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("reclaim stuck batches: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

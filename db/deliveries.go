@@ -98,6 +98,19 @@ func MarkPossiblyLost(ctx context.Context, q Querier, id int64) error {
 	return err
 }
 
+// FlagUnconfirmed marks as possibly lost the at-most-once deliveries that
+// were marked sent before cutoff and never confirmed by the mail server:
+// their process died mid-send.
+func FlagUnconfirmed(ctx context.Context, q Querier, cutoff time.Time) error {
+	_, err := q.Exec(ctx, `
+		UPDATE deliveries SET possibly_lost = true
+		WHERE state = 'sent' AND NOT confirmed AND NOT possibly_lost AND sending_at < $1`, cutoff)
+	if err != nil {
+		return fmt.Errorf("flag unconfirmed deliveries: %w", err)
+	}
+	return nil
+}
+
 // DeliveryAttempt is one logged SMTP attempt.
 type DeliveryAttempt struct {
 	At     time.Time `json:"at"`

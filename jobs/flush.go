@@ -115,7 +115,8 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 		}
 	case db.StateFlushing:
 		// Only the job that took the batch may resend it (after a crash or
-		// a temporary failure); any other job for it is a duplicate.
+		// a temporary failure); any other job for it is a duplicate. The
+		// sweep clears the owner of a batch whose process died.
 		if b.FlushJobID != nil && *b.FlushJobID != job.ID {
 			return nil, 0, nil
 		}

@@ -36,7 +36,7 @@ type Config struct {
 func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, insertOnly bool) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, flush)
-	river.AddWorker(workers, &SweepWorker{DB: d, Now: flush.Now})
+	river.AddWorker(workers, &SweepWorker{DB: d, RescueAfter: cfg.RescueAfter, Now: flush.Now})
 	river.AddWorker(workers, &RetentionWorker{DB: d, Retention: cfg.Retention, Logger: logger})
 
 	rc := &river.Config{
@@ -47,10 +47,13 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    time.Second,
 	}
+	// The sweep also reclaims stuck flushes, so it runs at least twice per
+	// RescueAfter.
+	sweep := min(cfg.SweepEvery, max(cfg.RescueAfter/2, time.Second))
 	if !insertOnly {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}}
 		rc.PeriodicJobs = []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepEvery), func() (river.JobArgs, *river.InsertOpts) {
+			river.NewPeriodicJob(river.PeriodicInterval(sweep), func() (river.JobArgs, *river.InsertOpts) {
 				return SweepArgs{}, nil
 			}, &river.PeriodicJobOpts{RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {

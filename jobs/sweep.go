@@ -10,26 +10,29 @@ import (
 	"github.com/lull-dev/lull/db"
 )
 
-// SweepArgs is the periodic safety net that flushes any due batch.
+// SweepArgs is the periodic safety net that flushes any due batch. Like
+// every periodic job it is enqueued only by River's elected leader, so
+// several lull processes on one database run one sweep, not one each.
 type SweepArgs struct{}
 
 // Kind is River's name for the job.
 func (SweepArgs) Kind() string { return "sweep_due_batches" }
 
-// InsertOpts makes the sweep unique, so several lull processes on one
-// database run one sweep, not one each.
-func (SweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: 10 * time.Second}}
-}
-
 // SweepWorker enqueues a flush for every open batch past its close time.
 // Flush jobs are inserted with their batch, so normally this finds
 // nothing; it exists so that no batch can be stranded whatever happened to
 // its job (a lost insert, a job deleted by hand, a bug).
+//
+// It also reclaims batches stuck in "flushing" because the process
+// flushing them died (their job is running for longer than RescueAfter, or
+// gone), so they are sent again at once rather than when River's own
+// rescuer gets to the job; and it flags at-most-once deliveries that were
+// marked sent but never confirmed as possibly lost.
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
-	DB  *db.DB
-	Now func() time.Time
+	DB          *db.DB
+	RescueAfter time.Duration
+	Now         func() time.Time
 }
 
 // Work enqueues flushes for due batches, a thousand at a time. A batch
@@ -39,10 +42,21 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if w.Now != nil {
 		now = w.Now()
 	}
+	if err := db.FlagUnconfirmed(ctx, w.DB.Pool, now.Add(-w.RescueAfter)); err != nil {
+		return err
+	}
+	stuck, err := db.ReclaimStuck(ctx, w.DB.Pool, now.Add(-w.RescueAfter))
+	if err != nil {
+		return err
+	}
 	// Batches due only a moment ago still have their own job running.
 	ids, err := db.DueBatches(ctx, w.DB.Pool, now.Add(-30*time.Second), 1000)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return err
+	}
+	ids = append(ids, stuck...)
+	if len(ids) == 0 {
+		return nil
 	}
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	params := make([]river.InsertManyParams, len(ids))

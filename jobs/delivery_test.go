@@ -1,0 +1,95 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+)
+
+func smtpSetup(t *testing.T) (*testBundle, *smtptest.Server) {
+	t.Helper()
+	b := setup(t)
+	srv := smtptest.Start(t)
+	s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: srv.URL()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	b.withSender(s)
+	b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
+	b.recipient(t, "bob", "UTC")
+	return b, srv
+}
+
+func TestTemporarySMTPFailureRetriesWithTheSameMessageID(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id := b.post(t, "alert", "system", "bob").Batches[0].ID
+	srv.FailNext(451, "4.3.0 try again later", 1)
+	ctx := context.Background()
+	err := b.workAs(ctx, 7, id, 1)
+	if err == nil || !mailer.IsTemporary(err) {
+		t.Fatalf("first attempt: %v, want a temporary error for River to retry", err)
+	}
+	if got := b.batch(t, id).State; got != db.StateFlushing {
+		t.Fatalf("after a 451 the batch is %s, want flushing", got)
+	}
+	if err := b.workAs(ctx, 7, id, 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	msgs := srv.WaitFor(t, 1, 5*time.Second)
+	if len(msgs) != 1 || msgs[0].Header.Get("Message-Id") != "<batch-"+itoa(id)+"@example.com>" {
+		t.Fatalf("got %d messages, Message-ID %q", len(msgs), msgs[0].Header.Get("Message-Id"))
+	}
+	d, err := db.GetDeliveryByBatch(ctx, b.db.Pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts, _ := db.DeliveryAttempts(ctx, b.db.Pool, d.ID)
+	if d.State != "sent" || d.Attempts != 2 || len(attempts) != 2 || !strings.Contains(attempts[0].Answer, "451") {
+		t.Fatalf("delivery %s after %d attempts (%+v), want sent after 2 with the 451 logged", d.State, d.Attempts, attempts)
+	}
+}
+
+func TestPermanentSMTPFailureFailsTheBatchWithTheAnswer(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id := b.post(t, "alert", "system", "bob").Batches[0].ID
+	srv.FailNext(550, "5.1.1 no such user", 1)
+	err := b.work(context.Background(), id, 1)
+	var cancel *river.JobCancelError
+	if !errors.As(err, &cancel) {
+		t.Fatalf("a 550 gave %v, want the job canceled (no retry)", err)
+	}
+	got := b.batch(t, id)
+	if got.State != db.StateFailed || !strings.Contains(got.Reason, "no such user") {
+		t.Fatalf("batch %s (%q), want failed with the server's answer", got.State, got.Reason)
+	}
+	d, _ := db.GetDeliveryByBatch(context.Background(), b.db.Pool, id)
+	if d.State != "failed" || !strings.Contains(d.LastError, "550") {
+		t.Fatalf("delivery %s (%q), want failed with 550", d.State, d.LastError)
+	}
+}
+
+func TestLastTemporaryFailureFailsVisibly(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id := b.post(t, "alert", "system", "bob").Batches[0].ID
+	srv.FailNext(451, "still down", 1)
+	if err := b.workAs(context.Background(), 9, id, 8); err == nil {
+		t.Fatal("the eighth failed attempt returned nil")
+	}
+	if got := b.batch(t, id).State; got != db.StateFailed {
+		t.Fatalf("after the last attempt the batch is %s, want failed", got)
+	}
+}
