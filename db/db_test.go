@@ -3,6 +3,9 @@ package db_test
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/lull-dev/lull/db"
 
 	"github.com/lull-dev/lull/db/dbtest"
 )
@@ -26,5 +29,28 @@ func TestMigrateTwiceIsANoop(t *testing.T) {
 	d := dbtest.New(t)
 	if err := d.Migrate(context.Background()); err != nil {
 		t.Fatalf("second migrate: %v", err)
+	}
+}
+
+func TestMaintainPartitionsDropsOldDays(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	_, err := d.Pool.Exec(ctx, `CREATE TABLE notifications_p20200101 PARTITION OF notifications
+		FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := db.MaintainPartitions(ctx, d.Pool, time.Now().Add(-720*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 1 || dropped[0] != "notifications_p20200101" {
+		t.Fatalf("dropped %v, want the 2020 partition only", dropped)
+	}
+	var n int
+	d.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'notifications'::regclass").Scan(&n)
+	if n < 9 {
+		t.Fatalf("%d partitions left, want today's and the coming week's kept", n)
 	}
 }

@@ -472,3 +472,24 @@ func TestUnknownRecipientIsRefused(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestFanOutIsOneNotificationPerRecipient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	const n = 3000
+	ev := &batching.Event{Type: "post", Actor: batching.Actor{ID: "alice", Name: "Alice"}}
+	for i := range n {
+		ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "f" + itoa(int64(i)), Email: "f" + itoa(int64(i)) + "@example.com", Inline: true})
+	}
+	res, err := b.engine.Ingest(context.Background(), 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notifications != n || len(res.Batches) != n {
+		t.Fatalf("fan-out made %d notifications in %d batches, want %d", res.Notifications, len(res.Batches), n)
+	}
+	if got := b.count(t, "SELECT count(*) FROM river_job WHERE kind = 'flush_batch'"); got != n {
+		t.Fatalf("%d flush jobs scheduled, want %d", got, n)
+	}
+}
