@@ -6,7 +6,9 @@ import (
 
 // Handler returns every route of lull in one place.
 func (s *Server) Handler() http.Handler {
+	s.init()
 	mux := http.NewServeMux()
+	mux.Handle("GET /static/", s.assets)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 
@@ -28,6 +30,9 @@ func (s *Server) Handler() http.Handler {
 
 	mux.HandleFunc("GET /unsubscribe", s.unsubscribeConfirm)
 	mux.HandleFunc("POST /unsubscribe", s.unsubscribeOneClick)
+	mux.HandleFunc("GET /settings/enter", s.settingsEnter)
+	mux.HandleFunc("GET /settings", s.settingsPage)
+	mux.HandleFunc("POST /settings", s.settingsSave)
 
 	// Cross-site form posts are refused on every form; the one-click
 	// unsubscribe is exempt because mail providers POST it from their own
@@ -35,5 +40,5 @@ func (s *Server) Handler() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.AddInsecureBypassPattern("POST /unsubscribe")
 	cop.AddInsecureBypassPattern("/api/")
-	return s.recoverPanics(cop.Handler(mux))
+	return s.recoverPanics(securityHeaders(cop.Handler(mux)))
 }

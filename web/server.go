@@ -6,11 +6,16 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/gorilla/sessions"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
+	"github.com/lull-dev/lull/static"
 )
 
 // Server holds what the handlers need. It is built once in cmd/lull.
@@ -24,7 +29,25 @@ type Server struct {
 	Links   mailtemplates.Links
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+
+	initOnce     sync.Once
+	sessions     *sessions.CookieStore
+	assets       *static.Assets
+	linkLimiter  *limiter
+	loginLimiter *limiter
 }
+
+// init builds what the handlers share; Handler calls it once.
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.sessions = newSessionStore(s.Secret, s.BaseURL)
+		s.assets = static.New()
+		s.linkLimiter = newLimiter(20, 3*time.Second)
+		s.loginLimiter = newLimiter(10, 6*time.Second)
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // HTTPServer wraps the handler with timeouts that keep slow or stalled
 // clients from holding connections forever.

@@ -1,0 +1,103 @@
+// Package browsertest drives Debian's chromium from Go tests through
+// chromedp. Where no browser is installed the tests skip, except under
+// CI=true, where a missing browser is a failure.
+package browsertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// New starts a headless browser for the test and returns a chromedp
+// context for one tab; the browser stops when the test ends.
+func New(t *testing.T) context.Context {
+	t.Helper()
+	path := findBrowser()
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no chromium found; CI must install it (apt-get install chromium)")
+		}
+		t.Skip("no chromium found: install it (apt-get install chromium) to run browser tests")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1100, 1600),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// The first Run starts the browser; it must not carry a timeout.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// Do runs steps with a time limit.
+func Do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Eval evaluates a JavaScript expression and returns its value.
+func Eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("eval %s: %v", expr, err)
+	}
+	return v
+}
+
+// Screenshot saves the full page as name (a .png) under the artifacts
+// folder: docs/screenshots when LULL_SCREENSHOTS=update (for the README),
+// else lull-artifacts in the system temp folder.
+func Screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := filepath.Join(os.TempDir(), "lull-artifacts")
+	if os.Getenv("LULL_SCREENSHOTS") == "update" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "docs", "screenshots")
+	}
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+func findBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,328 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/preferences/batching"
+	"github.com/lull-dev/lull/views"
+)
+
+// settingsEnter is where the signed link of every email lands. It starts a
+// recipient session and redirects to /settings, so the token does not stay
+// in the address bar, the history or a Referer header.
+func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
+	if !s.linkLimiter.allow(clientIP(r), s.now()) {
+		s.message(w, r, http.StatusTooManyRequests, "Too many attempts", "Please wait a minute, then open the link from your email again.")
+		return
+	}
+	id, err := s.Links.Verify(r.URL.Query().Get("token"), mailtemplates.PurposeSettings, s.now())
+	if err == nil {
+		_, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
+	}
+	if err != nil {
+		s.message(w, r, http.StatusForbidden, "This link has expired",
+			"Links to your settings work for a few days. Open the settings link in a newer email, or ask for a new one.")
+		return
+	}
+	// A fresh session each time, so a session id planted before the link
+	// was opened is never promoted (no fixation).
+	sess, _ := s.sessions.New(r, recipientSession)
+	sess.Values = map[any]any{"rid": id}
+	if err := sess.Save(r, w); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+}
+
+// recipientID returns the recipient of the request's session, or "".
+func (s *Server) recipientID(r *http.Request) string {
+	sess, err := s.sessions.Get(r, recipientSession)
+	if err != nil {
+		return ""
+	}
+	id, _ := sess.Values["rid"].(string)
+	return id
+}
+
+func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
+	id := s.recipientID(r)
+	if id == "" {
+		s.message(w, r, http.StatusUnauthorized, "Open the link from your email",
+			"Your settings are reached through the link at the bottom of every email we send you.")
+		return
+	}
+	rec, prefs, err := s.loadPreferences(r.Context(), id)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	sess, _ := s.sessions.Get(r, recipientSession)
+	flash := ""
+	if f := sess.Flashes(); len(f) > 0 {
+		flash, _ = f[0].(string)
+		sess.Save(r, w)
+	}
+	v, err := s.settingsView(r.Context(), rec.Name, preferencesBody(rec, prefs), nil)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v.Flash = flash
+	// The page shows live data: a browser going back to it must ask again.
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, http.StatusOK, views.Settings(v))
+}
+
+func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
+	id := s.recipientID(r)
+	if id == "" {
+		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
+		return
+	}
+	ctx := r.Context()
+	rec, err := db.GetRecipient(ctx, s.DB.Bun, id)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	types, err := db.ListTypes(ctx, s.DB.Bun)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	body := formPreferences(r, types)
+	known := map[string]bool{}
+	for _, t := range types {
+		known[t.Key] = true
+	}
+	rows, errs := applyPreferences(rec, body, known)
+	errs = append(errs, requiredNotOff(types, body)...)
+	if len(errs) > 0 {
+		fields := map[string]string{}
+		for _, e := range errs {
+			fields[e.Field] = e.Message
+		}
+		v, err := s.settingsView(ctx, rec.Name, body, fields)
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		s.render(w, r, http.StatusUnprocessableEntity, views.Settings(v))
+		return
+	}
+	if err := db.SavePreferences(ctx, s.DB.Bun, rec, withoutDefaults(rows, types)); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	sess, _ := s.sessions.Get(r, recipientSession)
+	sess.AddFlash("Saved. Your new settings apply from now on.")
+	sess.Save(r, w)
+	// Post/redirect/get: reloading or going back never resubmits the form.
+	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+}
+
+// formPreferences reads the settings form into the API's shape, so both
+// go through one validation.
+func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
+	f := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
+	b := PreferencesBody{
+		Timezone:     f("timezone"),
+		Digest:       DigestBody{DailyAt: f("digest.daily_at"), WeeklyOn: f("digest.weekly_on"), WeeklyAt: f("digest.weekly_at")},
+		Unsubscribed: f("unsubscribed") == "on",
+		Types:        map[string]TypePref{},
+	}
+	if f("quiet_enabled") == "on" {
+		b.QuietHours = &QuietHoursBody{Start: f("quiet_hours.start"), End: f("quiet_hours.end")}
+		if b.QuietHours.Start == "" && b.QuietHours.End == "" {
+			b.QuietHours.Start = "-" // enabled but empty: let validation say so
+		}
+	}
+	for _, t := range types {
+		p := "types." + t.Key + "."
+		mode := f(p + "mode")
+		if mode == "" {
+			mode = t.DefaultMode
+		}
+		b.Types[t.Key] = TypePref{Mode: mode, Window: f(p + "window"), MaxWait: f(p + "max_wait")}
+	}
+	return b
+}
+
+// requiredNotOff refuses "never" for a required type, which the form does
+// not offer but a hand-made request could send.
+func requiredNotOff(types []db.Type, b PreferencesBody) []FieldError {
+	var errs []FieldError
+	for _, t := range types {
+		if t.Required && b.Types[t.Key].Mode == string(preferences.Never) {
+			errs = append(errs, FieldError{"types." + t.Key + ".mode", "This type is required and cannot be turned off."})
+		}
+	}
+	return errs
+}
+
+// withoutDefaults drops the choices that equal the type's own settings, so
+// that a type left alone keeps following its defaults if they change.
+func withoutDefaults(rows []db.TypePreference, types []db.Type) []db.TypePreference {
+	byKey := map[string]db.Type{}
+	for _, t := range types {
+		byKey[t.Key] = t
+	}
+	var out []db.TypePreference
+	for _, p := range rows {
+		t := byKey[p.TypeKey]
+		same := p.Mode == t.DefaultMode &&
+			(p.WindowMS == nil || *p.WindowMS == t.WindowMS) &&
+			(p.MaxWaitMS == nil || *p.MaxWaitMS == t.MaxWaitMS) && p.Lead == nil
+		if !same {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+var modeLabels = []views.Option{
+	{Value: "immediate", Label: "At once"},
+	{Value: "cooldown", Label: "Bundled"},
+	{Value: "daily", Label: "Daily digest"},
+	{Value: "weekly", Label: "Weekly digest"},
+	{Value: "never", Label: "Never"},
+}
+
+var windowPresets = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
+var maxWaitPresets = []time.Duration{15 * time.Minute, time.Hour, 4 * time.Hour, 24 * time.Hour, 0}
+
+// settingsView builds the page from a preferences body (stored or just
+// submitted) and the field errors to show.
+func (s *Server) settingsView(ctx context.Context, name string, b PreferencesBody, errs map[string]string) (views.SettingsView, error) {
+	types, err := db.ListTypes(ctx, s.DB.Bun)
+	if err != nil {
+		return views.SettingsView{}, err
+	}
+	v := views.SettingsView{
+		Page: s.page("Email settings"), RecipientName: name, Errors: errs,
+		Timezone: b.Timezone, Zones: views.Zones(),
+		DailyAt: b.Digest.DailyAt, WeeklyAt: b.Digest.WeeklyAt, Unsubscribed: b.Unsubscribed,
+		QuietStart: "22:00", QuietEnd: "07:00",
+	}
+	for d := time.Monday; d <= time.Saturday+1; d++ {
+		day := d % 7
+		n := preferences.WeekdayName(day)
+		v.WeeklyOn = append(v.WeeklyOn, views.Option{Value: n, Label: strings.ToUpper(n[:1]) + n[1:], Selected: n == b.Digest.WeeklyOn})
+	}
+	if q := b.QuietHours; q != nil {
+		v.QuietEnabled, v.QuietStart, v.QuietEnd = true, q.Start, q.End
+	}
+	sched := previewSchedule(b)
+	for _, t := range types {
+		row := typeRow(t, b.Types[t.Key], b.Unsubscribed, sched)
+		v.HasRequired = v.HasRequired || t.Required
+		if n := len(v.Categories); n == 0 || v.Categories[n-1].Name != t.Category {
+			v.Categories = append(v.Categories, views.CategoryView{Name: t.Category})
+		}
+		c := &v.Categories[len(v.Categories)-1]
+		c.Types = append(c.Types, row)
+	}
+	return v, nil
+}
+
+func typeRow(t db.Type, p TypePref, unsubscribed bool, sched preferences.Schedule) views.TypeRow {
+	mode := p.Mode
+	if mode == "" {
+		mode = t.DefaultMode
+	}
+	window, maxWait := t.Window(), t.MaxWait()
+	if d, err := preferences.ParseWindow(p.Window); err == nil {
+		window = d
+	}
+	if d, err := preferences.ParseMaxWait(p.MaxWait); err == nil && p.MaxWait != "" {
+		maxWait = d
+	}
+	row := views.TypeRow{Key: t.Key, Name: t.Name, Description: t.Description, Required: t.Required,
+		Windows: durationOptions(windowPresets, window, p.Window), MaxWaits: durationOptions(maxWaitPresets, maxWait, p.MaxWait)}
+	for _, m := range modeLabels {
+		m.Selected = m.Value == mode
+		m.Disabled = t.Required && m.Value == string(preferences.Never)
+		row.Modes = append(row.Modes, m)
+	}
+	o := &preferences.Override{Mode: preferences.Mode(mode), Window: &window, MaxWait: &maxWait}
+	row.Preview = preferences.Describe(preferences.Effective(batching.TypeDefaults(&t), o, unsubscribed), sched)
+	return row
+}
+
+// durationOptions offers the presets plus the current value; a value the
+// form sent that does not parse is kept selectable, so the error next to
+// it shows what was sent.
+func durationOptions(presets []time.Duration, current time.Duration, raw string) []views.Option {
+	var opts []views.Option
+	found := false
+	for _, d := range presets {
+		sel := d == current
+		found = found || sel
+		opts = append(opts, views.Option{Value: preferences.FormatDuration(d), Label: durationLabel(d), Selected: sel})
+	}
+	if !found {
+		opts = append(opts, views.Option{Value: preferences.FormatDuration(current), Label: durationLabel(current), Selected: true})
+	}
+	if raw != "" {
+		if _, err := time.ParseDuration(raw); err != nil && raw != "0" {
+			opts = append(opts, views.Option{Value: raw, Label: raw, Selected: true})
+		}
+	}
+	return opts
+}
+
+func durationLabel(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "no limit"
+	case d%time.Hour == 0:
+		return plural(int(d/time.Hour), "hour")
+	case d%time.Minute == 0:
+		return plural(int(d/time.Minute), "minute")
+	}
+	return plural(int(d/time.Second), "second")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return itoa(n) + " " + unit + "s"
+}
+
+func previewSchedule(b PreferencesBody) preferences.Schedule {
+	r := &db.Recipient{Timezone: b.Timezone, DailyAt: 480, WeeklyOn: 1, WeeklyAt: 480}
+	if t, err := preferences.ParseTimeOfDay(b.Digest.DailyAt); err == nil {
+		r.DailyAt = int(t)
+	}
+	if t, err := preferences.ParseTimeOfDay(b.Digest.WeeklyAt); err == nil {
+		r.WeeklyAt = int(t)
+	}
+	if d, err := preferences.ParseWeekday(b.Digest.WeeklyOn); err == nil {
+		r.WeeklyOn = int(d)
+	}
+	return batching.Schedule(r)
+}
+
+// pageError shows an error on a page: a missing row as "not found", an
+// unreachable database as "try again", anything else as an internal
+// error that is logged and not described.
+func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		s.message(w, r, http.StatusNotFound, "Not found", "There is nothing here.")
+	case db.IsUnavailable(err):
+		s.message(w, r, http.StatusServiceUnavailable, "Try again shortly", "lull cannot reach its database right now.")
+	default:
+		s.Logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.message(w, r, http.StatusInternalServerError, "Internal error", "Something went wrong on our side. It has been logged.")
+	}
+}

@@ -1,0 +1,219 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/chromedp/chromedp"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/web/browsertest"
+)
+
+// settingsSetup registers two types and a recipient and returns the API
+// bundle with the recipient's signed settings link on the test server.
+func settingsSetup(t *testing.T) (*apiBundle, string) {
+	t.Helper()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","category":"Documents","description":"When someone comments on your documents","default_mode":"immediate"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/types/share", `{"name":"Shares","category":"Documents","default_mode":"immediate"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/types/security", `{"name":"Security alerts","category":"Account","required":true}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com","name":"Bob <b>Stone</b>","timezone":"Europe/Berlin"}`, 200)
+	link := a.mustCall(t, "POST", "/api/v1/recipients/u_bob/preferences-link", "", 200)["url"].(string)
+	return a, strings.Replace(link, "http://lull.test", a.srv.URL, 1)
+}
+
+func browserClient(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar}
+}
+
+func getDoc(t *testing.T, c *http.Client, u string) (*http.Response, *goquery.Document) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, doc
+}
+
+func TestSettingsLinkStartsSessionAndHidesToken(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	resp, doc := getDoc(t, c, link)
+	if resp.Request.URL.Path != "/settings" || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("landed on %s, want /settings without the token", resp.Request.URL)
+	}
+	if n := doc.Find(`fieldset[data-testid^="type-"]`).Length(); n != 3 {
+		t.Fatalf("%d type rows, want 3", n)
+	}
+	if doc.Find(`input[name="types.security.mode"][value="never"][disabled]`).Length() != 1 {
+		t.Fatal("a required type can be turned off")
+	}
+	if doc.Find("h2").First().Text() != "Account" {
+		t.Fatalf("types are not grouped by category: first heading %q", doc.Find("h2").First().Text())
+	}
+	if html, _ := doc.Find("header").Html(); strings.Contains(html, "<b>") {
+		t.Fatal("the recipient's name is not escaped")
+	}
+	var cookie *http.Cookie
+	for _, ck := range c.Jar.Cookies(resp.Request.URL) {
+		cookie = ck
+	}
+	if cookie == nil {
+		t.Fatal("no session cookie")
+	}
+	raw := resp.Request.Response.Header.Get("Set-Cookie")
+	for _, attr := range []string{"HttpOnly", "SameSite=Lax"} {
+		if !strings.Contains(raw, attr) {
+			t.Errorf("session cookie lacks %s: %s", attr, raw)
+		}
+	}
+	_ = a
+}
+
+func TestSettingsRefusesBadLinks(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	u, _ := url.Parse(link)
+	tok := u.Query().Get("token")
+	other := a.web.Links.Token("unsubscribe", "u_bob", time.Now().Add(time.Hour))
+	expired := a.web.Links.Token("settings", "u_bob", time.Now().Add(-time.Minute))
+	for name, bad := range map[string]string{"Tampered": tok[:len(tok)-2] + "xx", "WrongPurpose": other, "Expired": expired, "Empty": ""} {
+		t.Run(name, func(t *testing.T) {
+			resp, doc := getDoc(t, browserClient(t), a.srv.URL+"/settings/enter?token="+url.QueryEscape(bad))
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(doc.Find(`[data-testid="message"]`).Text(), "expired") {
+				t.Fatalf("%d %q, want 403 with a friendly message", resp.StatusCode, doc.Find("main").Text())
+			}
+		})
+	}
+	resp, _ := getDoc(t, browserClient(t), a.srv.URL+"/settings")
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/settings without a session = %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestSettingsSaveValidatesAndKeeps(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	getDoc(t, c, link)
+	form := url.Values{
+		"timezone": {"Mars/Olympus"}, "digest.daily_at": {"07:30"}, "digest.weekly_on": {"friday"}, "digest.weekly_at": {"16:00"},
+		"types.comment.mode": {"cooldown"}, "types.comment.window": {"15m"}, "types.comment.max_wait": {"1h"},
+		"types.share.mode": {"never"}, "types.security.mode": {"never"},
+	}
+	// The Origin header is what a browser sends with a same-origin form.
+	post := func(f url.Values) (*http.Response, *goquery.Document) {
+		req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", a.srv.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		doc, _ := goquery.NewDocumentFromReader(resp.Body)
+		return resp, doc
+	}
+	resp, doc := post(form)
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("invalid form = %d, want 422", resp.StatusCode)
+	}
+	for _, f := range []string{"timezone", "types.security.mode"} {
+		if doc.Find(`[data-testid="error-`+f+`"]`).Length() != 1 {
+			t.Errorf("no error shown next to %s", f)
+		}
+	}
+	if v, _ := doc.Find(`input[name="digest.daily_at"]`).Attr("value"); v != "07:30" {
+		t.Errorf("re-rendered form lost the submitted daily time: %q", v)
+	}
+	form.Set("timezone", "America/New_York")
+	form.Del("types.security.mode")
+	resp, doc = post(form)
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/settings" || doc.Find(`[data-testid="flash"]`).Length() != 1 {
+		t.Fatalf("valid save = %d at %s, want a redirect to /settings with a flash", resp.StatusCode, resp.Request.URL.Path)
+	}
+	if !strings.Contains(doc.Find(`[data-testid="preview-comment"]`).Text(), "15 minutes after the last one") {
+		t.Errorf("preview line = %q", doc.Find(`[data-testid="preview-comment"]`).Text())
+	}
+	prefs, err := db.TypePreferences(context.Background(), a.db.Bun, "u_bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefs["comment"].Mode != "cooldown" || *prefs["comment"].WindowMS != 900000 || prefs["share"].Mode != "never" {
+		t.Fatalf("stored preferences = %+v", prefs)
+	}
+	if _, ok := prefs["security"]; ok {
+		t.Fatal("a type left at its defaults was stored as an override")
+	}
+	// A cross-site form post is refused.
+	req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp2, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-site post = %d, want 403", resp2.StatusCode)
+	}
+}
+
+// TestSettingsInBrowser walks the page in headless Chromium: open the
+// signed link, set comments to a 15-minute cool-down and shares to never,
+// save, reload, and find the choices kept.
+func TestSettingsInBrowser(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	ctx := browsertest.New(t)
+	browsertest.Do(t, ctx,
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="save"]`)),
+		chromedp.Click(chromedp.CSS(`input[name="types.comment.mode"][value="cooldown"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`select[name="types.comment.window"]`)),
+		chromedp.SetValue(chromedp.CSS(`select[name="types.comment.window"]`), "15m"),
+		chromedp.Click(chromedp.CSS(`input[name="types.share.mode"][value="never"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="save"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="save"]`)),
+	)
+	checked := func(name string) string {
+		return browsertest.Eval[string](t, ctx, `document.querySelector('input[name="`+name+`"]:checked').value`)
+	}
+	if got := checked("types.comment.mode"); got != "cooldown" {
+		t.Errorf("comments after reload: %q, want cooldown", got)
+	}
+	if got := checked("types.share.mode"); got != "never" {
+		t.Errorf("shares after reload: %q, want never", got)
+	}
+	if got := browsertest.Eval[string](t, ctx, `document.querySelector('select[name="types.comment.window"]').value`); got != "15m" {
+		t.Errorf("window after reload: %q, want 15m", got)
+	}
+	browsertest.Screenshot(t, ctx, "settings.png")
+
+	u, _ := url.Parse(link)
+	q := u.Query()
+	q.Set("token", q.Get("token")+"x")
+	u.RawQuery = q.Encode()
+	browsertest.Do(t, ctx, chromedp.Navigate(u.String()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="message"]`)))
+	if text := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="message"]').innerText`); !strings.Contains(text, "expired") {
+		t.Errorf("tampered link shows %q", text)
+	}
+	_ = a
+}
