@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Batch states.
@@ -135,16 +137,7 @@ func DueBatches(ctx context.Context, q Querier, now time.Time, limit int) ([]int
 	if err != nil {
 		return nil, fmt.Errorf("due batches: %w", err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return collectIDs(rows)
 }
 
 // BatchFilter selects batches for the operator listing.
@@ -246,14 +239,9 @@ func ReclaimStuck(ctx context.Context, q Querier, cutoff time.Time) ([]int64, er
 	if err != nil {
 		return nil, fmt.Errorf("reclaim stuck batches: %w", err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return collectIDs(rows)
+}
+
+func collectIDs(rows pgx.Rows) ([]int64, error) {
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }

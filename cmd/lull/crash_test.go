@@ -89,25 +89,31 @@ func (p *process) post(t *testing.T, path, key, body string) {
 	}
 }
 
-// TestCrashMidSendIsDeliveredAfterRestart kills lull with SIGKILL while an
-// email is in the middle of SMTP DATA. The restarted process must send the
-// batch (at-least-once), with the same Message-ID.
-func TestCrashMidSendIsDeliveredAfterRestart(t *testing.T) {
-	t.Parallel()
+// crashMidSend starts lull with env plus an SMTP server that holds DATA,
+// posts one immediate event, kills lull with SIGKILL while the email is in
+// the middle of DATA (the server never gets it whole), and starts a new
+// lull on the same database. It returns the SMTP server and the env used.
+func crashMidSend(t *testing.T, env map[string]string) (*smtptest.Server, map[string]string) {
+	t.Helper()
 	smtp := smtptest.Start(t)
 	smtp.Hold()
-	env := map[string]string{
-		"DATABASE_URL": dbtest.NewURL(t), "LULL_SMTP_URL": smtp.URL(), "LULL_API_KEY": "crash-test-key",
-		"LULL_JOB_TIMEOUT": "5s", "LULL_RESCUE_AFTER": "6s", "LULL_MAIL_FROM": "lull@example.com",
-	}
+	env["DATABASE_URL"], env["LULL_SMTP_URL"], env["LULL_API_KEY"] = dbtest.NewURL(t), smtp.URL(), "crash-test-key"
+	env["LULL_JOB_TIMEOUT"], env["LULL_RESCUE_AFTER"], env["LULL_MAIL_FROM"] = "5s", "6s", "lull@example.com"
 	a := startProcess(t, env)
 	a.post(t, "/api/v1/types/alert", "crash-test-key", `{"default_mode":"immediate"}`)
 	a.post(t, "/api/v1/events", "crash-test-key", `{"type":"alert","recipients":[{"id":"bob","email":"bob@example.com"}]}`)
 	waitUntil(t, 20*time.Second, "the email to be in flight", func() bool { return smtp.InFlight() == 1 })
 	a.kill(t)
-	smtp.Release(false) // the server never got the whole message
-
+	smtp.Release(false)
 	startProcess(t, env)
+	return smtp, env
+}
+
+// TestCrashMidSendIsDeliveredAfterRestart: after a crash mid-send, the
+// restarted process sends the batch (at-least-once) with its Message-ID.
+func TestCrashMidSendIsDeliveredAfterRestart(t *testing.T) {
+	t.Parallel()
+	smtp, env := crashMidSend(t, map[string]string{})
 	got := smtp.WaitFor(t, 1, 60*time.Second)
 	if id := got[0].Header.Get("Message-Id"); !strings.HasPrefix(id, "<batch-") {
 		t.Fatalf("Message-ID %q is not derived from the batch", id)
@@ -125,20 +131,7 @@ func TestCrashMidSendIsDeliveredAfterRestart(t *testing.T) {
 // possibly lost.
 func TestCrashMidSendAtMostOnceIsFlaggedPossiblyLost(t *testing.T) {
 	t.Parallel()
-	smtp := smtptest.Start(t)
-	smtp.Hold()
-	env := map[string]string{
-		"DATABASE_URL": dbtest.NewURL(t), "LULL_SMTP_URL": smtp.URL(), "LULL_API_KEY": "crash-test-key",
-		"LULL_JOB_TIMEOUT": "5s", "LULL_RESCUE_AFTER": "6s", "LULL_DELIVERY": "at-most-once",
-	}
-	a := startProcess(t, env)
-	a.post(t, "/api/v1/types/alert", "crash-test-key", `{"default_mode":"immediate"}`)
-	a.post(t, "/api/v1/events", "crash-test-key", `{"type":"alert","recipients":[{"id":"bob","email":"bob@example.com"}]}`)
-	waitUntil(t, 20*time.Second, "the email to be in flight", func() bool { return smtp.InFlight() == 1 })
-	a.kill(t)
-	smtp.Release(false)
-
-	startProcess(t, env)
+	smtp, env := crashMidSend(t, map[string]string{"LULL_DELIVERY": "at-most-once"})
 	waitUntil(t, 60*time.Second, "the delivery to be flagged possibly lost", func() bool {
 		return queryInt(t, env["DATABASE_URL"], "SELECT count(*) FROM deliveries WHERE possibly_lost") == 1
 	})
