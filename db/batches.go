@@ -245,3 +245,16 @@ func ReclaimStuck(ctx context.Context, q Querier, cutoff time.Time) ([]int64, er
 func collectIDs(rows pgx.Rows) ([]int64, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
+
+// ReopenForRetry puts a failed batch back to "flushing" with no owning job
+// and its delivery to pending, so the next flush job sends it again.
+func ReopenForRetry(ctx context.Context, q Querier, id int64, now time.Time) error {
+	_, err := q.Exec(ctx, `
+		WITH d AS (UPDATE deliveries SET state = 'pending', failed_at = NULL WHERE batch_id = $1)
+		UPDATE batches SET state = 'flushing', flush_job_id = NULL, flushing_at = $2, processed_at = NULL, reason = ''
+		WHERE id = $1 AND state = 'failed'`, id, now)
+	if err != nil {
+		return fmt.Errorf("retry batch %d: %w", id, err)
+	}
+	return nil
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -215,21 +214,11 @@ func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtem
 func (w *FlushWorker) render(c mailtemplates.BatchContent, now time.Time) (*mailtemplates.Message, error) {
 	in := mailtemplates.InputFromBatch(c)
 	in.From = w.From
-	in.MessageID = MessageID(c.Batch.ID, w.From)
+	in.MessageID = mailtemplates.MessageID(c.Batch.ID, w.From)
 	in.Date = now
 	in.SettingsURL, _ = w.Links.SettingsURL(c.Recipient.ID, now)
 	in.UnsubscribeURL = w.Links.UnsubscribeURL(c.Recipient.ID, now)
 	return mailtemplates.Render(in)
-}
-
-// MessageID is derived from the batch alone, so a resend after a crash
-// carries the same Message-ID and mail systems can tell it is one email.
-func MessageID(batchID int64, from string) string {
-	domain := "lull.localhost"
-	if _, d, ok := strings.Cut(from, "@"); ok && d != "" {
-		domain = strings.Trim(d, "> ")
-	}
-	return fmt.Sprintf("batch-%d@%s", batchID, domain)
 }
 
 func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {

@@ -1,8 +1,11 @@
 package mailtemplates
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -15,6 +18,40 @@ type BatchContent struct {
 	Recipient *db.Recipient
 	Items     []db.Item // in arrival order
 	Types     map[string]*db.Type
+}
+
+// MessageID is derived from the batch alone, so a resend after a crash
+// carries the same Message-ID and mail systems can tell it is one email.
+func MessageID(batchID int64, from string) string {
+	domain := "lull.localhost"
+	if _, d, ok := strings.Cut(from, "@"); ok && d != "" {
+		domain = strings.Trim(d, "> ")
+	}
+	return fmt.Sprintf("batch-%d@%s", batchID, domain)
+}
+
+// LoadContent reads a stored batch for a preview: its recipient, its
+// items (retracted ones left out) and their types. It changes nothing.
+func LoadContent(ctx context.Context, d *db.DB, batchID int64) (BatchContent, error) {
+	c := BatchContent{Types: map[string]*db.Type{}}
+	var err error
+	if c.Batch, err = db.GetBatch(ctx, d.Pool, batchID); err != nil {
+		return c, err
+	}
+	if c.Recipient, err = db.GetRecipient(ctx, d.Bun, c.Batch.RecipientID); err != nil {
+		return c, err
+	}
+	if c.Items, err = db.BatchItems(ctx, d.Pool, batchID, false); err != nil {
+		return c, err
+	}
+	for _, it := range c.Items {
+		if _, ok := c.Types[it.TypeKey]; !ok {
+			if c.Types[it.TypeKey], err = db.GetType(ctx, d.Bun, it.TypeKey); err != nil {
+				return c, err
+			}
+		}
+	}
+	return c, nil
 }
 
 // InputFromBatch builds the view model of a stored batch: one group per
@@ -109,4 +146,32 @@ func item(it db.Item) Item {
 	var data map[string]any
 	json.Unmarshal(it.Data, &data)
 	return Item{Actor: decodeActor(it.Actor), Object: Object{Type: o.Type, ID: o.ID, Title: o.Title, URL: o.URL}, Data: data, OccurredAt: it.OccurredAt}
+}
+
+// Sample makes a realistic group of n items for previewing type t without
+// stored events.
+func Sample(t Type, n int, now time.Time) Group {
+	actors := []string{"Alice", "Chen Wei", "Fatima", "Jonas", "Priya"}
+	titles := []string{"Q3 plan", "Budget tracker", "Onboarding guide", "Release notes"}
+	g := Group{Type: t, Total: n}
+	seen := map[string]bool{}
+	for i := range n {
+		a := actors[i%len(actors)]
+		if !seen[a] {
+			seen[a] = true
+			g.ActorCount++
+			if len(g.ActorNames) < 3 {
+				g.ActorNames = append(g.ActorNames, a)
+			}
+		}
+		if len(g.Items) < max(t.DisplayLimit, 1) {
+			g.Items = append(g.Items, Item{
+				Actor:      Actor{ID: strings.ToLower(a), Name: a},
+				Object:     Object{Type: "document", ID: fmt.Sprint(i + 1), Title: titles[i%len(titles)], URL: fmt.Sprintf("https://app.example/doc/%d", i+1)},
+				Data:       map[string]any{"excerpt": "Looks good, one question on the numbers.", "error": "exit status 1"},
+				OccurredAt: now.Add(-time.Duration(i*7) * time.Minute),
+			})
+		}
+	}
+	return g
 }

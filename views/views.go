@@ -6,6 +6,7 @@ package views
 
 import (
 	_ "embed"
+	"strconv"
 	"strings"
 )
 
@@ -80,3 +81,6 @@ type MessageView struct {
 	Heading string
 	Text    string
 }
+
+// f formats a chart coordinate.
+func f(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }

@@ -23,9 +23,10 @@ import (
 const testKey = "lull_test_key_0123456789"
 
 type apiBundle struct {
-	db  *db.DB
-	srv *httptest.Server
-	web *web.Server
+	db    *db.DB
+	srv   *httptest.Server
+	web   *web.Server
+	flush *jobs.FlushWorker
 }
 
 // setupAPI serves the real router on a test database with one API key.
@@ -37,16 +38,16 @@ func setupAPI(t *testing.T) *apiBundle {
 		t.Fatal(err)
 	}
 	links := mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	flush := &jobs.FlushWorker{DB: d, Sender: &jobs.Outbox{DB: d}, Links: links, Logger: logger}
+	flush := &jobs.FlushWorker{DB: d, Sender: &jobs.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com"}
 	client, err := jobs.NewClient(d, jobs.Config{Workers: 1, JobTimeout: time.Minute, RescueAfter: time.Hour, SweepEvery: time.Hour, Retention: 720 * time.Hour}, flush, logger, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links,
+	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links, MailFrom: "lull@example.com", Jobs: jobs.Control{Client: client},
 		Engine: &batching.Engine{DB: d, Scheduler: &jobs.Scheduler{Client: client}, Logger: logger}}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &apiBundle{db: d, srv: srv, web: s}
+	return &apiBundle{db: d, srv: srv, web: s, flush: flush}
 }
 
 // call sends a request with the API key and decodes the JSON answer.

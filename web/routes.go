@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 )
 
@@ -33,6 +34,34 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /settings/enter", s.settingsEnter)
 	mux.HandleFunc("GET /settings", s.settingsPage)
 	mux.HandleFunc("POST /settings", s.settingsSave)
+
+	mux.HandleFunc("GET /admin/login", s.loginPage)
+	mux.HandleFunc("POST /admin/login", s.login)
+	mux.HandleFunc("POST /admin/logout", s.logout)
+	admin := func(pattern string, h http.HandlerFunc) { mux.HandleFunc(pattern, s.requireOperator(h)) }
+	admin("GET /admin", s.dashboard)
+	admin("GET /admin/batches", s.adminBatches)
+	admin("GET /admin/batches/{id}", s.adminBatch)
+	admin("POST /admin/batches/{id}/flush", s.adminBatchAction("flush", s.Engine.FlushNow))
+	admin("POST /admin/batches/{id}/cancel", s.adminBatchAction("cancel", func(ctx context.Context, id int64) error {
+		return s.Engine.Cancel(ctx, id, "")
+	}))
+	admin("POST /admin/batches/{id}/retry", s.adminBatchAction("retry delivery", s.Engine.Retry))
+	batchTitle := func(r *http.Request) string { return "Batch " + r.PathValue("id") }
+	batchURL := func(r *http.Request) string { return "/admin/batches/" + r.PathValue("id") }
+	admin("GET /admin/batches/{id}/preview", s.previewPage(s.renderBatch, batchTitle, batchURL, batchTitle, "batches"))
+	admin("GET /admin/batches/{id}/preview/html", s.previewHTML(s.renderBatch))
+	typeTitle := func(r *http.Request) string { return "Type " + r.PathValue("key") + " with sample data" }
+	admin("GET /admin/types", s.adminTypes)
+	admin("GET /admin/types/{key}/preview", s.previewPage(s.renderType, typeTitle,
+		func(*http.Request) string { return "/admin/types" }, func(*http.Request) string { return "Types" }, "types"))
+	admin("GET /admin/types/{key}/preview/html", s.previewHTML(s.renderType))
+	admin("GET /admin/outbox", s.outboxList)
+	admin("GET /admin/outbox/{id}", s.outboxPage)
+	admin("GET /admin/outbox/{id}/html", s.outboxHTML)
+	admin("GET /admin/jobs", s.adminJobs)
+	admin("POST /admin/jobs/{id}/retry", s.adminJobAction("retry job"))
+	admin("POST /admin/jobs/{id}/cancel", s.adminJobAction("cancel job"))
 
 	// Cross-site form posts are refused on every form; the one-click
 	// unsubscribe is exempt because mail providers POST it from their own

@@ -26,7 +26,10 @@ type Server struct {
 	BaseURL string
 	Secret  []byte
 	Engine  *batching.Engine
-	Links   mailtemplates.Links
+	Jobs    JobControl
+	// MailFrom is the From address, for previews.
+	MailFrom string
+	Links    mailtemplates.Links
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 

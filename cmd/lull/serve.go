@@ -145,7 +145,8 @@ func (a *app) build(ctx context.Context) error {
 	}
 	a.river = client
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger}
-	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links}
+	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
+		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom}
 	return nil
 }
 

@@ -100,6 +100,28 @@ func (e *Engine) Cancel(ctx context.Context, batchID int64, reason string) error
 	})
 }
 
+// ErrNotFailed is returned when retrying a batch whose delivery did not fail.
+var ErrNotFailed = fmt.Errorf("batch has no failed delivery")
+
+// Retry sends a failed batch again, for an operator who fixed the cause
+// (a full mailbox, a mail server setting).
+func (e *Engine) Retry(ctx context.Context, batchID int64) error {
+	return e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		b, err := db.LockBatch(ctx, tx, batchID)
+		if err != nil {
+			return err
+		}
+		if b.State != db.StateFailed {
+			return fmt.Errorf("retry batch %d (%s): %w", batchID, b.State, ErrNotFailed)
+		}
+		now := e.now()
+		if err := db.ReopenForRetry(ctx, tx, batchID, now); err != nil {
+			return err
+		}
+		return e.Scheduler.ScheduleFlushes(ctx, tx, []Flush{{BatchID: batchID, At: now}})
+	})
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""

@@ -1,0 +1,138 @@
+package views
+
+// AdminPage is what every operator page shares.
+type AdminPage struct {
+	Page
+	Operator string
+	Section  string // highlights the current menu entry
+}
+
+// LoginView is the operator login form.
+type LoginView struct {
+	Page
+	Email string
+	Error string
+}
+
+// Stat is one figure on the dashboard.
+type Stat struct {
+	Label, Value, Note string
+}
+
+// Bar is one bar of a server-rendered SVG chart, already laid out.
+type Bar struct {
+	X, Y, W, H float64
+	Title      string
+}
+
+// DashboardView is the operator dashboard.
+type DashboardView struct {
+	AdminPage
+	Day, Hour  []Stat
+	Chart      []Bar
+	ChartMax   string
+	ChartTitle string
+}
+
+// BatchRow is one batch in a listing.
+type BatchRow struct {
+	ID, URL, Recipient, Key, Mode, State, Items, Opened, Closes, Processed string
+}
+
+// BatchListView is the batch browser.
+type BatchListView struct {
+	AdminPage
+	State, Recipient, Type, BatchKey string
+	States                           []Option
+	Rows                             []BatchRow
+	NextURL                          string
+}
+
+// ItemRow is one notification of a batch.
+type ItemRow struct {
+	Type, Actor, Title, When string
+	Retracted, Read          bool
+}
+
+// JobRow is one River job.
+type JobRow struct {
+	ID, Kind, State, Attempts, Scheduled, Args, Error string
+	CanRetry, CanCancel                               bool
+}
+
+// AttemptRow is one SMTP attempt.
+type AttemptRow struct {
+	At, Result, Answer string
+}
+
+// SkipRow is one skip log entry.
+type SkipRow struct {
+	At, Recipient, Type, Reason, Items string
+}
+
+// AuditRow is one recorded operator action.
+type AuditRow struct {
+	At, Operator, Action, Detail string
+}
+
+// BatchDetailView is one batch with everything about it.
+type BatchDetailView struct {
+	AdminPage
+	Batch                         BatchRow
+	Reason                        string
+	Items                         []ItemRow
+	Jobs                          []JobRow
+	Delivery                      []Stat
+	Attempts                      []AttemptRow
+	Skips                         []SkipRow
+	Audit                         []AuditRow
+	CanFlush, CanCancel, CanRetry bool
+	PreviewURL                    string
+}
+
+// Header is one email header.
+type Header struct{ Name, Value string }
+
+// PreviewView shows an email: HTML in a sandboxed frame, text and headers.
+type PreviewView struct {
+	AdminPage
+	Heading              string
+	FrameURL             string
+	Text                 string
+	Headers              []Header
+	Phone                bool
+	DesktopURL, PhoneURL string
+	BackURL, BackLabel   string
+}
+
+// OutboxRow is one email in the outbox.
+type OutboxRow struct {
+	URL, To, Subject, When, BatchURL string
+}
+
+// OutboxView lists the outbox.
+type OutboxView struct {
+	AdminPage
+	Rows    []OutboxRow
+	NextURL string
+}
+
+// JobsView is the job queue.
+type JobsView struct {
+	AdminPage
+	Counts   []Stat
+	Upcoming []JobRow
+	Failing  []JobRow
+}
+
+// TypeAdminRow is one notification type in the console.
+type TypeAdminRow struct {
+	Key, Name, Category, Mode, Window, MaxWait, PreviewURL string
+	Required                                               bool
+}
+
+// TypesView lists notification types.
+type TypesView struct {
+	AdminPage
+	Rows []TypeAdminRow
+}

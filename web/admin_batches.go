@@ -1,0 +1,165 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences/batching"
+	"github.com/lull-dev/lull/views"
+)
+
+const timeLayout = "Jan 2 15:04:05"
+
+func fmtTime(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+func batchRow(b *db.Batch) views.BatchRow {
+	return views.BatchRow{ID: strconv.FormatInt(b.ID, 10), URL: fmt.Sprintf("/admin/batches/%d", b.ID), Recipient: b.RecipientID,
+		Key: b.BatchKey, Mode: b.Mode, State: b.State, Items: strconv.Itoa(b.ItemCount),
+		Opened: fmtTime(&b.OpenedAt), Closes: fmtTime(&b.ClosesAt), Processed: fmtTime(b.ProcessedAt)}
+}
+
+// adminBatches is the batch browser: the same filters and keyset paging as
+// the API's listing.
+func (s *Server) adminBatches(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := db.BatchFilter{State: q.Get("state"), Recipient: q.Get("recipient"), Type: q.Get("type"), BatchKey: q.Get("batch_key"), Limit: 50}
+	if !validState(f.State) {
+		f.State = ""
+	}
+	f.Before, _ = strconv.ParseInt(q.Get("cursor"), 10, 64)
+	bs, err := db.ListBatches(r.Context(), s.DB.Pool, f)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v := views.BatchListView{AdminPage: s.adminPage(r, "Batches", "batches"), State: f.State, Recipient: f.Recipient, Type: f.Type, BatchKey: f.BatchKey}
+	for _, st := range []string{"", db.StateOpen, db.StateFlushing, db.StateSent, db.StateCanceled, db.StateFailed} {
+		label := st
+		if st == "" {
+			label = "any"
+		}
+		v.States = append(v.States, views.Option{Value: st, Label: label, Selected: st == f.State})
+	}
+	for _, b := range bs {
+		v.Rows = append(v.Rows, batchRow(b))
+	}
+	if len(bs) == f.Limit {
+		q.Set("cursor", strconv.FormatInt(bs[len(bs)-1].ID, 10))
+		v.NextURL = "/admin/batches?" + q.Encode()
+	}
+	s.render(w, r, http.StatusOK, views.Batches(v))
+}
+
+func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
+	d, err := s.batchDetail(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	v := views.BatchDetailView{AdminPage: s.adminPage(r, "Batch "+strconv.FormatInt(d.ID, 10), "batches"),
+		Batch: batchRow(d.Batch), Reason: d.Reason, PreviewURL: fmt.Sprintf("/admin/batches/%d/preview", d.ID),
+		CanFlush: d.State == db.StateOpen, CanCancel: d.State == db.StateOpen, CanRetry: d.State == db.StateFailed}
+	for _, it := range d.Items {
+		v.Items = append(v.Items, itemRow(it))
+	}
+	for _, dd := range d.Deliveries {
+		v.Delivery = []views.Stat{{Label: "State", Value: dd.State}, {Label: "Attempts", Value: strconv.Itoa(dd.Attempts)},
+			{Label: "Message-ID", Value: dd.MessageID}, {Label: "Sent", Value: fmtTime(dd.SentAt)}}
+		if dd.PossiblyLost {
+			v.Delivery = append(v.Delivery, views.Stat{Label: "Possibly lost", Value: "yes", Note: "marked sent before SMTP confirmed (at-most-once)"})
+		}
+		for _, a := range dd.AttemptLog {
+			res := "failed"
+			if a.OK {
+				res = "sent"
+			}
+			v.Attempts = append(v.Attempts, views.AttemptRow{At: fmtTime(&a.At), Result: res, Answer: a.Answer})
+		}
+	}
+	jobs, err := db.ListJobs(ctx, s.DB.Pool, nil, d.ID, 50)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v.Jobs = jobRows(jobs)
+	v.Skips = skipRows(d.Skips)
+	audit, err := db.AuditFor(ctx, s.DB.Pool, "batch", strconv.FormatInt(d.ID, 10))
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	for _, a := range audit {
+		v.Audit = append(v.Audit, views.AuditRow{At: fmtTime(&a.At), Operator: a.Operator, Action: a.Action, Detail: a.Detail})
+	}
+	s.render(w, r, http.StatusOK, views.BatchDetail(v))
+}
+
+func itemRow(it db.Item) views.ItemRow {
+	var a struct{ Name, ID string }
+	var o struct{ Title, Type, ID string }
+	json.Unmarshal(it.Actor, &a)
+	json.Unmarshal(it.Object, &o)
+	actor, title := a.Name, o.Title
+	if actor == "" {
+		actor = a.ID
+	}
+	if title == "" {
+		title = o.Type + " " + o.ID
+	}
+	return views.ItemRow{Type: it.TypeKey, Actor: actor, Title: title, When: fmtTime(&it.OccurredAt), Retracted: it.RetractedAt != nil, Read: it.ReadAt != nil}
+}
+
+func skipRows(skips []db.SkipEntry) []views.SkipRow {
+	var out []views.SkipRow
+	for _, sk := range skips {
+		out = append(out, views.SkipRow{At: fmtTime(&sk.At), Recipient: sk.RecipientID, Type: sk.TypeKey, Reason: sk.Reason, Items: strconv.Itoa(sk.Items)})
+	}
+	return out
+}
+
+// adminBatchAction runs an operator action on a batch, records it in the
+// audit log, and returns to the batch with a message.
+func (s *Server) adminBatchAction(action string, act func(context.Context, int64) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			s.pageError(w, r, db.ErrNotFound)
+			return
+		}
+		to := fmt.Sprintf("/admin/batches/%d", id)
+		if err := act(r.Context(), id); err != nil {
+			if errors.Is(err, batching.ErrNotOpen) || errors.Is(err, batching.ErrNotFailed) {
+				s.flashRedirect(w, r, "Nothing done: "+err.Error()+".", to)
+				return
+			}
+			s.pageError(w, r, err)
+			return
+		}
+		err = db.Audit(r.Context(), s.DB.Pool, db.AuditEntry{Operator: operator(r), Action: action, ObjectType: "batch", ObjectID: strconv.FormatInt(id, 10)})
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		s.flashRedirect(w, r, "Done: "+action+".", to)
+	}
+}
+
+func withWidth(path string, phone bool) string {
+	if phone {
+		return path + "?" + url.Values{"width": {"phone"}}.Encode()
+	}
+	return path
+}

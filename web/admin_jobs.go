@@ -1,0 +1,91 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/views"
+)
+
+// JobControl retries and cancels River jobs; cmd wires in River's client.
+type JobControl interface {
+	Retry(ctx context.Context, id int64) error
+	Cancel(ctx context.Context, id int64) error
+}
+
+func jobRows(jobs []db.Job) []views.JobRow {
+	var out []views.JobRow
+	for _, j := range jobs {
+		sched := j.ScheduledAt
+		out = append(out, views.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
+			Attempts: fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts), Scheduled: fmtTime(&sched), Args: j.Args, Error: j.LastError,
+			CanRetry:  j.State == "retryable" || j.State == "discarded" || j.State == "cancelled" || j.State == "scheduled",
+			CanCancel: j.State == "retryable" || j.State == "scheduled" || j.State == "available"})
+	}
+	return out
+}
+
+// adminJobs is the job queue, read from River's own table.
+func (s *Server) adminJobs(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	counts, err := db.JobCounts(ctx, s.DB.Pool)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	failing, err := db.ListJobs(ctx, s.DB.Pool, []string{"retryable", "discarded", "cancelled"}, 0, 50)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	upcoming, err := db.ListJobs(ctx, s.DB.Pool, []string{"scheduled", "available", "running"}, 0, 50)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v := views.JobsView{AdminPage: s.adminPage(r, "Jobs", "jobs"), Failing: jobRows(failing), Upcoming: jobRows(upcoming)}
+	for _, c := range counts {
+		v.Counts = append(v.Counts, views.Stat{Label: c.Kind + " " + c.State, Value: strconv.Itoa(c.Count)})
+	}
+	s.render(w, r, http.StatusOK, views.Jobs(v))
+}
+
+// adminJobAction retries or cancels a job and records it.
+func (s *Server) adminJobAction(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil || s.Jobs == nil {
+			s.pageError(w, r, db.ErrNotFound)
+			return
+		}
+		act := s.Jobs.Retry
+		if action == "cancel job" {
+			act = s.Jobs.Cancel
+		}
+		if err := act(r.Context(), id); err != nil {
+			s.flashRedirect(w, r, "Nothing done: "+err.Error(), "/admin/jobs")
+			return
+		}
+		db.Audit(r.Context(), s.DB.Pool, db.AuditEntry{Operator: operator(r), Action: action, ObjectType: "job", ObjectID: strconv.FormatInt(id, 10)})
+		s.flashRedirect(w, r, "Done: "+action+".", "/admin/jobs")
+	}
+}
+
+// adminTypes lists the notification types.
+func (s *Server) adminTypes(w http.ResponseWriter, r *http.Request) {
+	ts, err := db.ListTypes(r.Context(), s.DB.Bun)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v := views.TypesView{AdminPage: s.adminPage(r, "Types", "types")}
+	for _, t := range ts {
+		v.Rows = append(v.Rows, views.TypeAdminRow{Key: t.Key, Name: t.Name, Category: t.Category, Mode: t.DefaultMode, Required: t.Required,
+			Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()), PreviewURL: "/admin/types/" + t.Key + "/preview"})
+	}
+	s.render(w, r, http.StatusOK, views.Types(v))
+}

@@ -1,0 +1,163 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/views"
+)
+
+// renderBatch renders a stored batch exactly as a flush would, with no
+// side effect: nothing is sent, stored or changed.
+func (s *Server) renderBatch(r *http.Request) (*mailtemplates.Message, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return nil, db.ErrNotFound
+	}
+	c, err := mailtemplates.LoadContent(r.Context(), s.DB, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Items) == 0 {
+		return nil, fmt.Errorf("batch %d has no items left to show: %w", id, db.ErrNotFound)
+	}
+	in := mailtemplates.InputFromBatch(c)
+	s.fillLinks(&in, c.Recipient.ID)
+	in.MessageID = mailtemplates.MessageID(id, s.MailFrom)
+	return mailtemplates.Render(in)
+}
+
+func (s *Server) fillLinks(in *mailtemplates.Input, recipientID string) {
+	now := s.now()
+	in.From, in.Date = s.MailFrom, now
+	in.SettingsURL, _ = s.Links.SettingsURL(recipientID, now)
+	in.UnsubscribeURL = s.Links.UnsubscribeURL(recipientID, now)
+}
+
+// renderType renders a type with sample data, for previewing its texts.
+func (s *Server) renderType(r *http.Request) (*mailtemplates.Message, error) {
+	t, err := db.GetType(r.Context(), s.DB.Bun, r.PathValue("key"))
+	if err != nil {
+		return nil, err
+	}
+	mt := mailtemplates.Type{Key: t.Key, Name: t.Name, Category: t.Category, ItemText: t.ItemText, GroupText: t.GroupText, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder}
+	now := s.now()
+	in := mailtemplates.Input{Mode: "cooldown", Recipient: mailtemplates.Recipient{ID: "sample", Name: "Sam Sample", Email: "sam@example.com"},
+		Since: now.Add(-3 * 3600e9), Groups: []mailtemplates.Group{mailtemplates.Sample(mt, 12, now)}, MessageID: "preview@lull.localhost"}
+	s.fillLinks(&in, "sample")
+	return mailtemplates.Render(in)
+}
+
+// previewPage shows a rendered email next to its text and headers.
+func (s *Server) previewPage(render func(*http.Request) (*mailtemplates.Message, error), heading, back, backLabel func(*http.Request) string, section string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m, err := render(r)
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		phone := r.URL.Query().Get("width") == "phone"
+		v := views.PreviewView{AdminPage: s.adminPage(r, "Preview", section), Heading: heading(r), Text: m.Text,
+			Headers: headerList(mailer.Headers(m)), Phone: phone, FrameURL: r.URL.Path + "/html",
+			DesktopURL: r.URL.Path, PhoneURL: withWidth(r.URL.Path, true), BackURL: back(r), BackLabel: backLabel(r)}
+		s.render(w, r, http.StatusOK, views.Preview(v))
+	}
+}
+
+// previewHTML serves an email's HTML part for the preview frame, under a
+// policy that forbids scripts and remote loads, sandboxed from the console.
+func (s *Server) previewHTML(render func(*http.Request) (*mailtemplates.Message, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m, err := render(r)
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		serveEmailHTML(w, m.HTML)
+	}
+}
+
+func serveEmailHTML(w http.ResponseWriter, html string) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	w.Write([]byte(html))
+}
+
+func headerList(h map[string]string) []views.Header {
+	order := map[string]int{"From": 0, "To": 1, "Subject": 2, "Date": 3, "Message-ID": 4}
+	out := make([]views.Header, 0, len(h))
+	for k, v := range h {
+		out = append(out, views.Header{Name: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		oi, iok := order[out[i].Name]
+		oj, jok := order[out[j].Name]
+		switch {
+		case iok && jok:
+			return oi < oj
+		case iok != jok:
+			return iok
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func (s *Server) outboxMessage(r *http.Request) (*db.OutboxMessage, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return nil, db.ErrNotFound
+	}
+	return db.GetOutbox(r.Context(), s.DB.Pool, id)
+}
+
+// outboxPage shows one stored email like a preview, with the headers it
+// was stored with.
+func (s *Server) outboxPage(w http.ResponseWriter, r *http.Request) {
+	m, err := s.outboxMessage(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	phone := r.URL.Query().Get("width") == "phone"
+	v := views.PreviewView{AdminPage: s.adminPage(r, "Outbox", "outbox"), Heading: m.Subject, Text: m.Text, Headers: headerList(m.Headers),
+		Phone: phone, FrameURL: r.URL.Path + "/html", DesktopURL: r.URL.Path, PhoneURL: withWidth(r.URL.Path, true),
+		BackURL: "/admin/outbox", BackLabel: "Outbox"}
+	s.render(w, r, http.StatusOK, views.Preview(v))
+}
+
+func (s *Server) outboxHTML(w http.ResponseWriter, r *http.Request) {
+	m, err := s.outboxMessage(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	serveEmailHTML(w, m.HTML)
+}
+
+func (s *Server) outboxList(w http.ResponseWriter, r *http.Request) {
+	before, _ := strconv.ParseInt(r.URL.Query().Get("cursor"), 10, 64)
+	ms, err := db.ListOutbox(r.Context(), s.DB.Pool, 0, before, 50)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v := views.OutboxView{AdminPage: s.adminPage(r, "Outbox", "outbox")}
+	for _, m := range ms {
+		row := views.OutboxRow{URL: fmt.Sprintf("/admin/outbox/%d", m.ID), To: m.To, Subject: m.Subject, When: fmtTime(&m.CreatedAt)}
+		if m.BatchID != nil {
+			row.BatchURL = fmt.Sprintf("/admin/batches/%d", *m.BatchID)
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	if len(ms) == 50 {
+		v.NextURL = fmt.Sprintf("/admin/outbox?cursor=%d", ms[len(ms)-1].ID)
+	}
+	s.render(w, r, http.StatusOK, views.Outbox(v))
+}

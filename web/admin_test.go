@@ -1,0 +1,215 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs"
+	"github.com/lull-dev/lull/web/browsertest"
+)
+
+// consoleSetup creates an operator and a batch with two comments.
+func consoleSetup(t *testing.T) (*apiBundle, int64) {
+	t.Helper()
+	a := setupAPI(t)
+	if err := a.db.UpsertOperator(context.Background(), "ops@example.com", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"group_text":"{{actors}} commented|{{actors}} left {{count}} comments"}`, 200)
+	var id int64
+	for _, who := range []string{"Alice", "<script>alert(1)</script>"} {
+		res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"`+who+`","name":"`+strings.ReplaceAll(who, `"`, ``)+`"},
+			"object":{"title":"Q3 plan","url":"https://app.example/doc/7"},
+			"recipients":[{"id":"u_bob","email":"bob@example.com","name":"Bob"}]}`, 202)
+		id = int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
+	}
+	return a, id
+}
+
+// operatorClient logs in and returns a client holding the session.
+func operatorClient(t *testing.T, a *apiBundle) *http.Client {
+	t.Helper()
+	c := browserClient(t)
+	resp := postForm(t, c, a.srv.URL+"/admin/login", url.Values{"email": {"ops@example.com"}, "password": {"correct horse"}})
+	if resp.Request.URL.Path != "/admin" || resp.StatusCode != 200 {
+		t.Fatalf("login landed on %s with %d", resp.Request.URL.Path, resp.StatusCode)
+	}
+	return c
+}
+
+func postForm(t *testing.T, c *http.Client, u string, f url.Values) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", u, strings.NewReader(f.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestConsoleNeedsAnOperator(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	// A stranger and a recipient with a settings session are both sent to
+	// the login form, and their posts are refused.
+	link := a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com"}`, 200)
+	_ = link
+	recipient := browserClient(t)
+	settings := a.mustCall(t, "POST", "/api/v1/recipients/u_bob/preferences-link", "", 200)["url"].(string)
+	getDoc(t, recipient, strings.Replace(settings, "http://lull.test", a.srv.URL, 1))
+	for name, c := range map[string]*http.Client{"Stranger": browserClient(t), "Recipient": recipient} {
+		t.Run(name, func(t *testing.T) {
+			for _, path := range []string{"/admin", "/admin/batches", "/admin/outbox", "/admin/jobs", "/admin/types", "/admin/batches/" + itoa(id) + "/preview/html"} {
+				resp, _ := getDoc(t, c, a.srv.URL+path)
+				if resp.Request.URL.Path != "/admin/login" {
+					t.Errorf("%s reached %s without an operator session", path, resp.Request.URL.Path)
+				}
+			}
+			if resp := postForm(t, c, a.srv.URL+"/admin/batches/"+itoa(id)+"/cancel", nil); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("cancel without an operator = %d, want 403", resp.StatusCode)
+			}
+		})
+	}
+	if got := countRows(t, a.db, "SELECT count(*) FROM batches WHERE state = 'open'"); got != 1 {
+		t.Fatal("a refused action changed the batch")
+	}
+	wrong := postForm(t, browserClient(t), a.srv.URL+"/admin/login", url.Values{"email": {"ops@example.com"}, "password": {"wrong"}})
+	if wrong.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong password = %d, want 401", wrong.StatusCode)
+	}
+}
+
+func TestConsolePagesAndActions(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	pages := map[string]string{
+		"/admin":                                   `[data-testid="stat-Open batches"]`,
+		"/admin/batches?state=open":                `[data-testid="batch-row"]`,
+		"/admin/batches/" + itoa(id):               `[data-testid="items"] tbody tr`,
+		"/admin/batches/" + itoa(id) + "/preview":  `[data-testid="preview-frame"]`,
+		"/admin/types":                             `[data-testid="types"] tbody tr`,
+		"/admin/types/comment/preview?width=phone": `.preview-grid.phone`,
+		"/admin/jobs":                              `[data-testid="jobs"]`,
+		"/admin/outbox":                            `[data-testid="outbox"]`,
+	}
+	for path, sel := range pages {
+		resp, doc := getDoc(t, c, a.srv.URL+path)
+		if resp.StatusCode != 200 || doc.Find(sel).Length() == 0 {
+			t.Errorf("%s: %d, %q not found", path, resp.StatusCode, sel)
+		}
+		if doc.Find("script:not([src])").Length() != 0 {
+			t.Errorf("%s: an inline script reached the page", path)
+		}
+	}
+	_, doc := getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(id)+"/preview")
+	if !strings.Contains(doc.Find(`[data-testid="text-part"]`).Text(), "left 2 comments") {
+		t.Errorf("preview text part: %q", doc.Find(`[data-testid="text-part"]`).Text())
+	}
+	if got := doc.Find(`[data-testid="headers"]`).Text(); !strings.Contains(got, "List-Unsubscribe") || !strings.Contains(got, "batch-"+itoa(id)+"@example.com") {
+		t.Errorf("preview headers: %q", got)
+	}
+	frame, _ := doc.Find(`iframe`).Attr("sandbox")
+	if frame != "" {
+		t.Errorf("iframe sandbox = %q, want the empty (strictest) sandbox", frame)
+	}
+	resp, err := c.Get(a.srv.URL + "/admin/batches/" + itoa(id) + "/preview/html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("email HTML served with CSP %q", csp)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM outbox") + countRows(t, a.db, "SELECT count(*) FROM deliveries"); n != 0 {
+		t.Fatal("previewing stored or sent something")
+	}
+
+	postForm(t, c, a.srv.URL+"/admin/batches/"+itoa(id)+"/cancel", nil)
+	b, _ := db.GetBatch(context.Background(), a.db.Pool, id)
+	if b.State != db.StateCanceled || b.Reason != db.SkipOperator {
+		t.Fatalf("after cancel the batch is %s (%q)", b.State, b.Reason)
+	}
+	_, doc = getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(id))
+	if !strings.Contains(doc.Find(`[data-testid="audit"]`).Text(), "ops@example.com") || doc.Find(`[data-testid="skips"]`).Length() != 1 {
+		t.Errorf("the cancel is not in the audit and skip logs")
+	}
+	if !strings.Contains(doc.Find(`[data-testid="flash"]`).Text(), "cancel") {
+		t.Errorf("no confirmation message after the action")
+	}
+	postForm(t, c, a.srv.URL+"/admin/logout", nil)
+	if resp, _ := getDoc(t, c, a.srv.URL+"/admin"); resp.Request.URL.Path != "/admin/login" {
+		t.Fatal("logout did not end the session")
+	}
+}
+
+// TestConsoleInBrowser logs in, filters batches, opens one, previews it,
+// flushes it and finds the email in the outbox, in headless Chromium.
+func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	ctx := browsertest.New(t)
+	browsertest.Do(t, ctx,
+		chromedp.Navigate(a.srv.URL+"/admin"),
+		chromedp.WaitVisible(chromedp.CSS(`#email`)),
+		chromedp.SendKeys(chromedp.CSS(`#email`), "ops@example.com"),
+		chromedp.SendKeys(chromedp.CSS(`#password`), "correct horse"),
+		chromedp.Click(chromedp.CSS(`[data-testid="login"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="chart"]`)),
+	)
+	browsertest.Screenshot(t, ctx, "dashboard.png")
+	browsertest.Do(t, ctx,
+		chromedp.Navigate(a.srv.URL+"/admin/batches"),
+		chromedp.SetValue(chromedp.CSS(`#state`), "open"),
+		chromedp.SetValue(chromedp.CSS(`#recipient`), "u_bob"),
+		chromedp.Click(chromedp.CSS(`[data-testid="filter"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="batch-row"]`)),
+	)
+	browsertest.Screenshot(t, ctx, "batches.png")
+	browsertest.Do(t, ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid="batch-row"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="preview"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="preview"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="preview-frame"]`)),
+		chromedp.Sleep(300e6),
+	)
+	browsertest.Screenshot(t, ctx, "preview.png")
+	// No script from the hostile actor name ran anywhere.
+	if got := browsertest.Eval[bool](t, ctx, `typeof window.alerted === "undefined" && document.querySelectorAll("script:not([src])").length === 0`); !got {
+		t.Error("an inline script reached the preview page")
+	}
+	// Confirmation dialogs are accepted automatically by overriding confirm.
+	browsertest.Do(t, ctx,
+		chromedp.Navigate(a.srv.URL+"/admin/batches/"+itoa(id)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flush"]`)),
+	)
+	browsertest.Eval[bool](t, ctx, `window.confirm = () => true; true`)
+	browsertest.Do(t, ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid="flush"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
+	)
+	// The console enqueued the flush; work it as a River worker would.
+	job := &river.Job[jobs.FlushArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 8}, Args: jobs.FlushArgs{BatchID: id}}
+	if err := a.flush.Work(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Do(t, ctx,
+		chromedp.Navigate(a.srv.URL+"/admin/outbox"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="outbox-row"]`)),
+	)
+	if got := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="outbox-row"]').innerText`); !strings.Contains(got, "bob@example.com") {
+		t.Errorf("outbox row: %q", got)
+	}
+}
