@@ -147,7 +147,9 @@ type BatchFilter struct {
 	Type      string
 	BatchKey  string
 	Before    int64 // cursor: only ids below this
-	Limit     int
+	// OpenedFrom and OpenedUntil bound opened_at when set.
+	OpenedFrom, OpenedUntil time.Time
+	Limit                   int
 }
 
 // ListBatches returns batches newest first, keyset-paged by id so a page
@@ -161,7 +163,8 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR recipient_id = $2)
 		  AND ($3 = '' OR type_key = $3) AND ($4 = '' OR batch_key = $4)
 		  AND ($5 = 0 OR id < $5)
-		ORDER BY id DESC LIMIT $6`, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit)
+		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)
+		ORDER BY id DESC LIMIT $6`, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
@@ -257,4 +260,11 @@ func ReopenForRetry(ctx context.Context, q Querier, id int64, now time.Time) err
 		return fmt.Errorf("retry batch %d: %w", id, err)
 	}
 	return nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

@@ -43,6 +43,7 @@ type BatchRow struct {
 type BatchListView struct {
 	AdminPage
 	State, Recipient, Type, BatchKey string
+	From, Until                      string // opened between, UTC
 	States                           []Option
 	Rows                             []BatchRow
 	NextURL                          string
@@ -135,4 +136,29 @@ type TypeAdminRow struct {
 type TypesView struct {
 	AdminPage
 	Rows []TypeAdminRow
+}
+
+// TypeEditView is the form to edit a notification type.
+type TypeEditView struct {
+	AdminPage
+	Key                                     string
+	Name, Description, Category             string
+	Required, Lead                          bool
+	Modes                                   []Option
+	Window, MaxWait, MaxItems, DisplayLimit string
+	Orders                                  []Option
+	ItemText, GroupText                     string
+	Errors                                  map[string]string
+	PreviewURL                              string
+}
+
+// RecipientView is a recipient looked up by an operator.
+type RecipientView struct {
+	AdminPage
+	Query   string
+	Found   bool
+	Details []Stat
+	Prefs   []Stat
+	Batches []BatchRow
+	Skips   []SkipRow
 }

@@ -39,12 +39,16 @@ func (s *Server) adminBatches(w http.ResponseWriter, r *http.Request) {
 		f.State = ""
 	}
 	f.Before, _ = strconv.ParseInt(q.Get("cursor"), 10, 64)
+	// datetime-local inputs send "2006-01-02T15:04", taken as UTC.
+	f.OpenedFrom, _ = time.Parse("2006-01-02T15:04", q.Get("from"))
+	f.OpenedUntil, _ = time.Parse("2006-01-02T15:04", q.Get("until"))
 	bs, err := db.ListBatches(r.Context(), s.DB.Pool, f)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
-	v := views.BatchListView{AdminPage: s.adminPage(r, "Batches", "batches"), State: f.State, Recipient: f.Recipient, Type: f.Type, BatchKey: f.BatchKey}
+	v := views.BatchListView{AdminPage: s.adminPage(r, "Batches", "batches"), State: f.State, Recipient: f.Recipient, Type: f.Type, BatchKey: f.BatchKey,
+		From: q.Get("from"), Until: q.Get("until")}
 	for _, st := range []string{"", db.StateOpen, db.StateFlushing, db.StateSent, db.StateCanceled, db.StateFailed} {
 		label := st
 		if st == "" {

@@ -46,6 +46,21 @@ func (s *Server) renderType(r *http.Request) (*mailtemplates.Message, error) {
 		return nil, err
 	}
 	mt := mailtemplates.Type{Key: t.Key, Name: t.Name, Category: t.Category, ItemText: t.ItemText, GroupText: t.GroupText, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder}
+	// The type editor previews unsaved texts through the query string;
+	// invalid ones fall back to the stored texts.
+	q := r.URL.Query()
+	if v := q.Get("item_text"); v != "" && mailtemplates.ValidateItemText(v) == nil {
+		mt.ItemText = v
+	}
+	if v := q.Get("group_text"); v != "" && mailtemplates.ValidateGroupText(v) == nil {
+		mt.GroupText = v
+	}
+	if n, err := strconv.Atoi(q.Get("display_limit")); err == nil && n >= 1 && n <= 100 {
+		mt.DisplayLimit = n
+	}
+	if v := q.Get("item_order"); v == "first" || v == "latest" {
+		mt.ItemOrder = v
+	}
 	now := s.now()
 	in := mailtemplates.Input{Mode: "cooldown", Recipient: mailtemplates.Recipient{ID: "sample", Name: "Sam Sample", Email: "sam@example.com"},
 		Since: now.Add(-3 * 3600e9), Groups: []mailtemplates.Group{mailtemplates.Sample(mt, 12, now)}, MessageID: "preview@lull.localhost"}

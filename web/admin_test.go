@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/chromedp/chromedp"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -114,6 +115,9 @@ func TestConsolePagesAndActions(t *testing.T) {
 			t.Errorf("%s: an inline script reached the page", path)
 		}
 	}
+	if _, doc := getDoc(t, c, a.srv.URL+"/admin/batches?from=2000-01-01T00:00&until=2000-01-02T00:00"); doc.Find(`[data-testid="batch-row"]`).Length() != 0 {
+		t.Error("the time range filter let a batch from today through")
+	}
 	_, doc := getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(id)+"/preview")
 	if !strings.Contains(doc.Find(`[data-testid="text-part"]`).Text(), "left 2 comments") {
 		t.Errorf("preview text part: %q", doc.Find(`[data-testid="text-part"]`).Text())
@@ -211,5 +215,36 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	if got := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="outbox-row"]').innerText`); !strings.Contains(got, "bob@example.com") {
 		t.Errorf("outbox row: %q", got)
+	}
+}
+
+func TestConsoleTypeEditValidatesAndSaves(t *testing.T) {
+	t.Parallel()
+	a, _ := consoleSetup(t)
+	c := operatorClient(t, a)
+	form := url.Values{"name": {"Comments"}, "default_mode": {"daily"}, "window": {"5m"}, "max_wait": {"1h"}, "max_items": {"0"},
+		"display_limit": {"5"}, "item_order": {"latest"}, "item_text": {"{{actor.nam}} wrote"}, "group_text": {"{{count}} comments"}, "do": {"save"}}
+	req, _ := http.NewRequest("POST", a.srv.URL+"/admin/types/comment/edit", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := goquery.NewDocumentFromReader(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find(`[data-testid="error-item_text"]`).Text(), "actor.nam") {
+		t.Fatalf("bad placeholder: %d, error %q", resp.StatusCode, doc.Find(`[data-testid="error-item_text"]`).Text())
+	}
+	form.Set("item_text", "{{actor.name}} wrote")
+	postForm(t, c, a.srv.URL+"/admin/types/comment/edit", form)
+	typ, err := db.GetType(context.Background(), a.db.Bun, "comment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ.ItemText != "{{actor.name}} wrote" || typ.DefaultMode != "daily" || typ.DisplayLimit != 5 {
+		t.Fatalf("saved type = %+v", typ)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM audit_log WHERE action = 'edit type'"); n != 1 {
+		t.Fatal("the edit is not in the audit log")
 	}
 }

@@ -56,6 +56,9 @@ func (s *Server) Handler() http.Handler {
 	admin("GET /admin/types/{key}/preview", s.previewPage(s.renderType, typeTitle,
 		func(*http.Request) string { return "/admin/types" }, func(*http.Request) string { return "Types" }, "types"))
 	admin("GET /admin/types/{key}/preview/html", s.previewHTML(s.renderType))
+	admin("GET /admin/types/{key}/edit", s.typeEditPage)
+	admin("POST /admin/types/{key}/edit", s.typeEditSave)
+	admin("GET /admin/recipients", s.adminRecipient)
 	admin("GET /admin/outbox", s.outboxList)
 	admin("GET /admin/outbox/{id}", s.outboxPage)
 	admin("GET /admin/outbox/{id}/html", s.outboxHTML)

@@ -312,6 +312,8 @@ func previewSchedule(b PreferencesBody) preferences.Schedule {
 	return batching.Schedule(r)
 }
 
+func isNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }
+
 // pageError shows an error on a page: a missing row as "not found", an
 // unreachable database as "try again", anything else as an internal
 // error that is logged and not described.

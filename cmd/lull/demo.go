@@ -30,10 +30,30 @@ var demoPeople = []batching.RecipientRef{
 
 var demoActors = []batching.Actor{{ID: "u_alice", Name: "Alice"}, {ID: "u_chen", Name: "Chen Wei"}, {ID: "u_fatima", Name: "Fatima"}, {ID: "u_jonas", Name: "Jonas"}}
 
+// Demo credentials, used when none are configured: the demo runs on a
+// local throwaway database, so fixed, printed credentials are a convenience,
+// not a risk.
+const (
+	demoAdminEmail    = "admin@localhost"
+	demoAdminPassword = "lull-demo"
+	demoAPIKey        = "lull_demo_key"
+)
+
+// demoDefaults fills in an operator and an API key the demo prints.
+func demoDefaults(cfg *Config) {
+	if cfg.AdminEmail == "" || cfg.AdminPassword == "" {
+		cfg.AdminEmail, cfg.AdminPassword = demoAdminEmail, demoAdminPassword
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = demoAPIKey
+	}
+}
+
 // runDemo registers the demo types and posts a realistic stream for a few
 // minutes: a burst of shares to Bob, a flood of task failures to three
 // subscribers, and comments that collect in daily digests.
 func runDemo(ctx context.Context, a *app) {
+	a.logger.Info("demo: operator console login", "email", a.cfg.AdminEmail, "password", a.cfg.AdminPassword, "api_key", a.cfg.APIKey)
 	for i := range demoTypes {
 		t := demoTypes[i]
 		t.DisplayLimit, t.ItemOrder = 10, "latest"

@@ -32,6 +32,8 @@ type app struct {
 	engine *batching.Engine
 	web    *web.Server
 	sender mailer.Sender
+	// demoNote tells the demo's user how to get in.
+	demoNote string
 }
 
 // serve runs lull until ctx ends, then shuts down in order: stop taking
@@ -42,6 +44,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if demo {
+		demoDefaults(cfg)
+	}
 	a, err := start(ctx, cfg, logger, stdout)
 	if err != nil {
 		return err
@@ -57,6 +62,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	if demo {
+		a.demoNote = fmt.Sprintf("  demo:      password %q, API key %q; events arrive for five minutes\n", cfg.AdminPassword, cfg.APIKey)
 		go runDemo(ctx, a)
 	}
 	a.announce(stdout, ln.Addr().String())
@@ -162,6 +168,9 @@ func (a *app) announce(w io.Writer, addr string) {
 	fmt.Fprintf(w, "  API:       %s/api/v1 (Authorization: Bearer <key>)\n", base)
 	if a.cfg.AdminEmail != "" {
 		fmt.Fprintf(w, "  operators: %s/admin (log in as %s)\n", base, a.cfg.AdminEmail)
+	}
+	if a.demoNote != "" {
+		fmt.Fprint(w, a.demoNote)
 	}
 	if a.cfg.SMTPURL == "" {
 		fmt.Fprintln(w, "  mail:      kept in the built-in outbox (set LULL_SMTP_URL to send)")

@@ -1,0 +1,125 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/views"
+)
+
+func (s *Server) typeEditPage(w http.ResponseWriter, r *http.Request) {
+	t, err := db.GetType(r.Context(), s.DB.Bun, r.PathValue("key"))
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, views.TypeEdit(s.typeEditView(r, typeBody(t), nil)))
+}
+
+// typeEditSave validates the form with the API's rules. "Preview" shows
+// the unsaved texts in the frame; "Save" stores them and is audited.
+func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if _, err := db.GetType(r.Context(), s.DB.Bun, key); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	f := func(n string) string { return strings.TrimSpace(r.PostFormValue(n)) }
+	b := TypeBody{Key: key, Name: f("name"), Description: f("description"), Category: f("category"), DefaultMode: f("default_mode"),
+		Window: f("window"), MaxWait: f("max_wait"), ItemOrder: f("item_order"), ItemText: f("item_text"), GroupText: f("group_text"),
+		Required: f("required") == "on", Lead: f("lead") == "on"}
+	var errs []FieldError
+	var err error
+	if b.MaxItems, err = strconv.Atoi(f("max_items")); err != nil {
+		errs = append(errs, FieldError{"max_items", "must be a whole number"})
+	}
+	if b.DisplayLimit, err = strconv.Atoi(f("display_limit")); err != nil {
+		errs = append(errs, FieldError{"display_limit", "must be a whole number"})
+	}
+	t, more := TypeFromBody(key, b)
+	errs = append(errs, more...)
+	if len(errs) > 0 || f("do") == "preview" {
+		status := http.StatusOK
+		if len(errs) > 0 {
+			status = http.StatusUnprocessableEntity
+		}
+		s.render(w, r, status, views.TypeEdit(s.typeEditView(r, b, errs)))
+		return
+	}
+	if old, err := db.GetType(r.Context(), s.DB.Bun, key); err == nil {
+		t.BurstLimit = old.BurstLimit
+	}
+	if err := db.SaveType(r.Context(), s.DB.Bun, t); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	db.Audit(r.Context(), s.DB.Pool, db.AuditEntry{Operator: operator(r), Action: "edit type", ObjectType: "type", ObjectID: key})
+	s.flashRedirect(w, r, "Saved type "+key+".", "/admin/types/"+key+"/edit")
+}
+
+func (s *Server) typeEditView(r *http.Request, b TypeBody, errs []FieldError) views.TypeEditView {
+	v := views.TypeEditView{AdminPage: s.adminPage(r, "Type "+b.Key, "types"), Key: b.Key, Name: b.Name, Description: b.Description,
+		Category: b.Category, Required: b.Required, Lead: b.Lead, Window: b.Window, MaxWait: b.MaxWait,
+		MaxItems: strconv.Itoa(b.MaxItems), DisplayLimit: strconv.Itoa(b.DisplayLimit), ItemText: b.ItemText, GroupText: b.GroupText,
+		Errors: map[string]string{}}
+	for _, e := range errs {
+		v.Errors[e.Field] = e.Message
+	}
+	for _, m := range []string{"immediate", "cooldown", "daily", "weekly", "never"} {
+		v.Modes = append(v.Modes, views.Option{Value: m, Label: m, Selected: m == b.DefaultMode})
+	}
+	for _, o := range []string{"latest", "first"} {
+		v.Orders = append(v.Orders, views.Option{Value: o, Label: o + " items", Selected: o == b.ItemOrder})
+	}
+	q := url.Values{"item_text": {b.ItemText}, "group_text": {b.GroupText}, "display_limit": {strconv.Itoa(b.DisplayLimit)}, "item_order": {b.ItemOrder}}
+	v.PreviewURL = "/admin/types/" + b.Key + "/preview/html?" + q.Encode()
+	return v
+}
+
+// adminRecipient looks a recipient up by id.
+func (s *Server) adminRecipient(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSpace(r.URL.Query().Get("id"))
+	v := views.RecipientView{AdminPage: s.adminPage(r, "Recipients", "recipients"), Query: id}
+	if id == "" {
+		s.render(w, r, http.StatusOK, views.Recipient(v))
+		return
+	}
+	ctx := r.Context()
+	rec, prefs, err := s.loadPreferences(ctx, id)
+	if err != nil && !isNotFound(err) {
+		s.pageError(w, r, err)
+		return
+	}
+	if rec != nil {
+		v.Found = true
+		b := preferencesBody(rec, prefs)
+		v.Details = []views.Stat{{Label: "Email", Value: rec.Email}, {Label: "Name", Value: rec.Name},
+			{Label: "Time zone", Value: rec.Timezone}, {Label: "Active", Value: fmt.Sprint(rec.Active)}, {Label: "Unsubscribed", Value: fmt.Sprint(rec.Unsubscribed)}}
+		v.Prefs = []views.Stat{{Label: "Daily digest", Value: b.Digest.DailyAt}, {Label: "Weekly digest", Value: b.Digest.WeeklyOn + " " + b.Digest.WeeklyAt}}
+		if b.QuietHours != nil {
+			v.Prefs = append(v.Prefs, views.Stat{Label: "Quiet hours", Value: b.QuietHours.Start + "–" + b.QuietHours.End})
+		}
+		for k, p := range b.Types {
+			v.Prefs = append(v.Prefs, views.Stat{Label: k, Value: p.Mode, Note: strings.TrimSpace(p.Window + " " + p.MaxWait)})
+		}
+		bs, err := db.ListBatches(ctx, s.DB.Pool, db.BatchFilter{Recipient: id, Limit: 50})
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		for _, bt := range bs {
+			v.Batches = append(v.Batches, batchRow(bt))
+		}
+		skips, err := db.ListSkips(ctx, s.DB.Pool, 0, id, 50)
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		v.Skips = skipRows(skips)
+	}
+	s.render(w, r, http.StatusOK, views.Recipient(v))
+}
