@@ -179,8 +179,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#state`), "open"),
 		chromedp.SetValue(chromedp.CSS(`#recipient`), "u_bob"),
 		chromedp.Click(chromedp.CSS(`[data-testid="filter"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="batch-row"]`)),
 	)
+	browsertest.WaitURL(t, ctx, "recipient=u_bob")
+	browsertest.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="batch-row"]`)))
 	browsertest.Screenshot(t, ctx, "batches.png")
 	browsertest.Do(t, ctx,
 		chromedp.Click(chromedp.CSS(`[data-testid="batch-row"] a`)),

@@ -191,8 +191,9 @@ func TestSettingsInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid="save"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
 		chromedp.Reload(),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="save"]`)),
 	)
+	browsertest.WaitURL(t, ctx, "/settings")
+	browsertest.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="save"]`)))
 	checked := func(name string) string {
 		return browsertest.Eval[string](t, ctx, `document.querySelector('input[name="`+name+`"]:checked').value`)
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -100,4 +101,22 @@ func findBrowser() string {
 		}
 	}
 	return ""
+}
+
+// WaitURL waits until the page's address contains part and the page has
+// loaded, so a step after a form submission acts on the new page, not on
+// the one being left.
+func WaitURL(t *testing.T, ctx context.Context, part string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`location.href.includes(`+strconv.Quote(part)+`) && document.readyState === "complete"`))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("page did not reach an address with %q", part)
 }
