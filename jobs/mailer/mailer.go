@@ -140,7 +140,8 @@ type SMTPConfig struct {
 	// URL is smtp://user:pass@host:port (STARTTLS when offered),
 	// smtps://... (TLS from the start), with ?starttls=required to refuse
 	// a server without STARTTLS and ?insecure_skip_verify=true for a
-	// self-signed test server.
+	// self-signed test server, and ?insecure_auth=true to send the
+	// password to a relay that offers no TLS at all (a local relay only).
 	URL string
 	// Rate is messages per second at most; 0 means no limit.
 	Rate float64
@@ -210,7 +211,14 @@ func ParseURL(raw string) (string, []mail.Option, error) {
 	}
 	if u.User != nil && u.User.Username() != "" {
 		pass, _ := u.User.Password()
-		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover), mail.WithUsername(u.User.Username()), mail.WithPassword(pass))
+		// Auto-discovery picks the strongest mechanism the server offers
+		// and never sends a password in the clear; insecure_auth allows
+		// PLAIN without TLS for a relay on a trusted network.
+		auth := mail.SMTPAuthAutoDiscover
+		if q.Get("insecure_auth") == "true" {
+			auth = mail.SMTPAuthPlainNoEnc
+		}
+		opts = append(opts, mail.WithSMTPAuth(auth), mail.WithUsername(u.User.Username()), mail.WithPassword(pass))
 	}
 	return host, opts, nil
 }

@@ -165,3 +165,28 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthAndRequiredStartTLS(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.Start(t)
+	srv.RequireAuth("lull", "s3cret")
+	ctx := context.Background()
+	u := strings.Replace(srv.URL(), "smtp://", "smtp://lull:s3cret@", 1)
+	if err := newSMTP(t, u, 1).Send(ctx, message("no TLS")); err == nil {
+		t.Fatal("a password was sent without TLS and without insecure_auth")
+	}
+	if err := newSMTP(t, u+"?insecure_auth=true", 1).Send(ctx, message("with auth")); err != nil {
+		t.Fatalf("send with the right password: %v", err)
+	}
+	if err := newSMTP(t, srv.URL(), 1).Send(ctx, message("no auth")); err == nil {
+		t.Fatal("a server demanding AUTH accepted mail without it")
+	}
+	// The test server offers no STARTTLS, so requiring it must fail rather
+	// than fall back to plain text.
+	if err := newSMTP(t, u+"?starttls=required", 1).Send(ctx, message("tls")); err == nil {
+		t.Fatal("starttls=required sent over plain text")
+	}
+	if got := len(srv.Messages()); got != 1 {
+		t.Fatalf("%d messages accepted, want only the authenticated one", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
 
@@ -39,6 +40,7 @@ type Server struct {
 	hold        chan struct{} // when set, DATA waits on it
 	dropHeld    bool          // held messages are refused when released
 	inFlight    int
+	user, pass  string // when set, MAIL needs AUTH PLAIN with these
 	arrived     chan struct{}
 }
 
@@ -76,6 +78,13 @@ func (s *Server) FailNext(code int, msg string, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failCode, s.failMsg, s.failTimes = code, msg, times
+}
+
+// RequireAuth makes the server demand AUTH PLAIN with user and pass.
+func (s *Server) RequireAuth(user, pass string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.user, s.pass = user, pass
 }
 
 // Hold makes DATA wait until Release is called, so a test can act while a
@@ -138,15 +147,39 @@ func (s *Server) WaitFor(t testing.TB, n int, timeout time.Duration) []Received 
 }
 
 type session struct {
-	s    *Server
-	from string
-	to   []string
+	s      *Server
+	from   string
+	to     []string
+	authed bool
+}
+
+func (x *session) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (x *session) Auth(mech string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		x.s.mu.Lock()
+		defer x.s.mu.Unlock()
+		if user != x.s.user || pass != x.s.pass {
+			return smtp.ErrAuthFailed
+		}
+		x.authed = true
+		return nil
+	}), nil
 }
 
 func (x *session) Reset()        { x.from, x.to = "", nil }
 func (x *session) Logout() error { return nil }
 
-func (x *session) Mail(from string, _ *smtp.MailOptions) error { x.from = from; return nil }
+func (x *session) Mail(from string, _ *smtp.MailOptions) error {
+	x.s.mu.Lock()
+	need := x.s.user != ""
+	x.s.mu.Unlock()
+	if need && !x.authed {
+		return smtp.ErrAuthRequired
+	}
+	x.from = from
+	return nil
+}
 
 func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error { x.to = append(x.to, to); return nil }
 
