@@ -27,6 +27,7 @@ type Type struct {
 	ItemText     string    `bun:"item_text"`
 	GroupText    string    `bun:"group_text"`
 	BurstLimit   int       `bun:"burst_limit"`
+	SkipRead     bool      `bun:"skip_read"`
 	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()"`
 	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()"`
 }
@@ -63,6 +64,7 @@ func SaveType(ctx context.Context, q bun.IDB, t *Type) error {
 		Set("window_ms = EXCLUDED.window_ms, max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead").
 		Set("max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order").
 		Set("item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit").
+		Set("skip_read = EXCLUDED.skip_read").
 		Set("updated_at = EXCLUDED.updated_at").
 		Returning("created_at").
 		Exec(ctx)

@@ -169,16 +169,16 @@ func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtem
 	var rec *db.Recipient
 	reason := db.SkipRetracted
 	for _, it := range items {
-		if it.ReadAt != nil {
-			reason = db.SkipRead
-			continue
-		}
 		typ, ok := c.Types[it.TypeKey]
 		if !ok {
 			if typ, err = db.GetType(ctx, w.DB.Bun, it.TypeKey); err != nil {
 				return c, "", err
 			}
 			c.Types[it.TypeKey] = typ
+		}
+		if it.ReadAt != nil && typ.SkipRead {
+			reason = db.SkipRead
+			continue
 		}
 		s, err := db.LoadRecipientSettings(ctx, tx, []string{b.RecipientID}, it.TypeKey)
 		if err != nil {

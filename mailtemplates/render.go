@@ -290,3 +290,16 @@ func safeURL(s string) string {
 	}
 	return u.String()
 }
+
+// Heading is a group's heading as an email shows it ("Alice and 4 others
+// commented on Q3 plan"), for the in-app feed.
+func Heading(g Group, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	gv, err := renderGroup(g, loc)
+	if err != nil {
+		return g.Type.Name
+	}
+	return gv.Heading
+}

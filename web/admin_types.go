@@ -51,7 +51,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old, err := db.GetType(r.Context(), s.DB.Bun, key); err == nil {
-		t.BurstLimit = old.BurstLimit
+		t.BurstLimit, t.SkipRead = old.BurstLimit, old.SkipRead
 	}
 	if err := db.SaveType(r.Context(), s.DB.Bun, t); err != nil {
 		s.pageError(w, r, err)

@@ -45,8 +45,11 @@ func setupAPI(t *testing.T) *apiBundle {
 	}
 	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links, MailFrom: "lull@example.com", Jobs: jobs.Control{Client: client},
 		Engine: &batching.Engine{DB: d, Scheduler: &jobs.Scheduler{Client: client}, Logger: logger}}
+	s.Feed = &web.FeedHub{DB: d, Logger: logger}
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.Feed.Run(ctx)
 	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { cancel(); srv.Close() })
 	return &apiBundle{db: d, srv: srv, web: s, flush: flush}
 }
 

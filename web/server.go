@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/sessions"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
@@ -27,6 +28,8 @@ type Server struct {
 	Secret  []byte
 	Engine  *batching.Engine
 	Jobs    JobControl
+	// Feed wakes feed streams; nil disables streaming.
+	Feed *FeedHub
 	// MailFrom is the From address, for previews.
 	MailFrom string
 	Links    mailtemplates.Links
@@ -51,6 +54,8 @@ func (s *Server) init() {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+type pgxTx = pgx.Tx
 
 // HTTPServer wraps the handler with timeouts that keep slow or stalled
 // clients from holding connections forever.

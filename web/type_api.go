@@ -26,6 +26,9 @@ type TypeBody struct {
 	ItemText     string `json:"item_text"`
 	GroupText    string `json:"group_text"`
 	BurstLimit   *int   `json:"burst_limit,omitempty"`
+	// SkipRead (default true) drops notifications read in the app from
+	// the email that would carry them.
+	SkipRead *bool `json:"skip_read,omitempty"`
 }
 
 var typeKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
@@ -36,7 +39,7 @@ func typeBody(t *db.Type) TypeBody {
 		Key: t.Key, Name: t.Name, Description: t.Description, Category: t.Category, Required: t.Required,
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
-		ItemText: t.ItemText, GroupText: t.GroupText, BurstLimit: &bl,
+		ItemText: t.ItemText, GroupText: t.GroupText, BurstLimit: &bl, SkipRead: &t.SkipRead,
 	}
 }
 
@@ -51,7 +54,7 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	}
 	t := &db.Type{Key: key, Name: b.Name, Description: b.Description, Category: b.Category, Required: b.Required,
 		Lead: b.Lead, MaxItems: b.MaxItems, DisplayLimit: b.DisplayLimit, ItemOrder: b.ItemOrder,
-		ItemText: b.ItemText, GroupText: b.GroupText, DefaultMode: b.DefaultMode, BurstLimit: 5}
+		ItemText: b.ItemText, GroupText: b.GroupText, DefaultMode: b.DefaultMode, BurstLimit: 5, SkipRead: b.SkipRead == nil || *b.SkipRead}
 	if t.Name == "" {
 		t.Name = key
 	}

@@ -56,7 +56,7 @@ func runDemo(ctx context.Context, a *app) {
 	a.logger.Info("demo: operator console login", "email", a.cfg.AdminEmail, "password", a.cfg.AdminPassword, "api_key", a.cfg.APIKey)
 	for i := range demoTypes {
 		t := demoTypes[i]
-		t.DisplayLimit, t.ItemOrder = 10, "latest"
+		t.DisplayLimit, t.ItemOrder, t.SkipRead = 10, "latest", true
 		if err := db.SaveType(ctx, a.db.Bun, &t); err != nil {
 			a.logger.Error("demo: save type", "err", err)
 			return

@@ -61,6 +61,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := a.river.Start(ctx); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
+	go a.web.Feed.Run(ctx)
 	if demo {
 		a.demoNote = fmt.Sprintf("  demo:      password %q, API key %q; events arrive for five minutes\n", cfg.AdminPassword, cfg.APIKey)
 		go runDemo(ctx, a)
@@ -152,7 +153,7 @@ func (a *app) build(ctx context.Context) error {
 	a.river = client
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
-		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom}
+		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}}
 	return nil
 }
 

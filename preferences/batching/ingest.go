@@ -176,6 +176,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	if err := db.InsertNotifications(ctx, tx, eventID, created, typ.Key, *ev.OccurredAt, rids, bids); err != nil {
 		return nil, err
 	}
+	if err := db.NotifyFeed(ctx, tx, rids); err != nil {
+		return nil, err
+	}
 	for i := range r.skips {
 		r.skips[i].EventID = &eventID
 	}

@@ -1,0 +1,144 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// FeedItem is one notification in a recipient's in-app feed.
+type FeedItem struct {
+	Item
+	BatchKey string
+	SeenAt   *time.Time
+}
+
+// Feed returns a recipient's notifications newest first, keyset-paged by
+// id; with unreadOnly, only those not read yet. Retracted ones never show.
+func Feed(ctx context.Context, q Querier, recipientID string, before int64, limit int, unreadOnly bool) ([]FeedItem, error) {
+	rows, err := q.Query(ctx, `
+		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.read_at, n.seen_at, e.batch_key
+		FROM notifications n
+		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+		WHERE n.recipient_id = $1 AND n.retracted_at IS NULL
+		  AND ($2 = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
+		ORDER BY n.id DESC LIMIT $3`, recipientID, before, limit, unreadOnly)
+	if err != nil {
+		return nil, fmt.Errorf("feed: %w", err)
+	}
+	defer rows.Close()
+	var out []FeedItem
+	for rows.Next() {
+		var f FeedItem
+		if err := rows.Scan(&f.NotificationID, &f.EventID, &f.TypeKey, &f.Actor, &f.Object, &f.Data, &f.OccurredAt, &f.ReadAt, &f.SeenAt, &f.BatchKey); err != nil {
+			return nil, fmt.Errorf("feed: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// FeedCounts are the numbers behind a notification bell.
+type FeedCounts struct {
+	Unread int            `json:"unread"`
+	Unseen int            `json:"unseen"`
+	ByType map[string]int `json:"unread_by_type"`
+}
+
+// CountFeed counts a recipient's unread and unseen notifications.
+func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts, error) {
+	rows, err := q.Query(ctx, `
+		SELECT type_key, count(*), count(*) FILTER (WHERE seen_at IS NULL)
+		FROM notifications WHERE recipient_id = $1 AND read_at IS NULL AND retracted_at IS NULL
+		GROUP BY type_key`, recipientID)
+	if err != nil {
+		return nil, fmt.Errorf("feed counts: %w", err)
+	}
+	defer rows.Close()
+	c := &FeedCounts{ByType: map[string]int{}}
+	for rows.Next() {
+		var k string
+		var unread, unseen int
+		if err := rows.Scan(&k, &unread, &unseen); err != nil {
+			return nil, err
+		}
+		c.ByType[k], c.Unread, c.Unseen = unread, c.Unread+unread, c.Unseen+unseen
+	}
+	return c, rows.Err()
+}
+
+// MarkRead marks notifications read (ids, or all created before before
+// when ids is empty) and takes them out of open batches of types with
+// skip_read, canceling batches left with nothing unread. It returns how
+// many were marked and the canceled batches.
+func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []int64, error) {
+	tag, err := q.Exec(ctx, `
+		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
+		WHERE recipient_id = $1 AND read_at IS NULL
+		  AND (id = ANY($2::bigint[]) OR (coalesce(cardinality($2::bigint[]), 0) = 0 AND occurred_at < $3))`, recipientID, ids, before, now)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: %w", err)
+	}
+	// Recount the recipient's open batches from what is still to send.
+	rows, err := q.Query(ctx, `
+		WITH counts AS (
+		    SELECT b.id, count(n.id) FILTER (WHERE n.retracted_at IS NULL
+		           AND (n.read_at IS NULL OR NOT t.skip_read)) AS left
+		    FROM batches b
+		    JOIN notifications n ON n.batch_id = b.id
+		    JOIN notification_types t ON t.key = n.type_key
+		    WHERE b.recipient_id = $1 AND b.state = 'open'
+		    GROUP BY b.id
+		)
+		UPDATE batches b SET item_count = c.left,
+		    state = CASE WHEN c.left = 0 THEN 'canceled' ELSE b.state END,
+		    reason = CASE WHEN c.left = 0 THEN 'read in app' ELSE b.reason END,
+		    processed_at = CASE WHEN c.left = 0 THEN $2 ELSE b.processed_at END
+		FROM counts c WHERE b.id = c.id AND (b.item_count <> c.left)
+		RETURNING b.id, c.left`, recipientID, now)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: %w", err)
+	}
+	defer rows.Close()
+	var canceled []int64
+	for rows.Next() {
+		var id int64
+		var left int
+		if err := rows.Scan(&id, &left); err != nil {
+			return 0, nil, err
+		}
+		if left == 0 {
+			canceled = append(canceled, id)
+		}
+	}
+	return int(tag.RowsAffected()), canceled, rows.Err()
+}
+
+// MarkSeen marks all of a recipient's notifications seen (the bell was
+// opened), or only ids when given.
+func MarkSeen(ctx context.Context, q Querier, recipientID string, ids []int64, now time.Time) (int, error) {
+	tag, err := q.Exec(ctx, `
+		UPDATE notifications SET seen_at = $3
+		WHERE recipient_id = $1 AND seen_at IS NULL AND (coalesce(cardinality($2::bigint[]), 0) = 0 OR id = ANY($2::bigint[]))`, recipientID, ids, now)
+	if err != nil {
+		return 0, fmt.Errorf("mark seen: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// NotifyFeed tells listening lull processes that recipients' feeds
+// changed. NOTIFY is transactional: listeners hear it when the caller's
+// transaction commits. A large fan-out sends one "*" instead of one
+// notification per recipient.
+func NotifyFeed(ctx context.Context, q Querier, recipientIDs []string) error {
+	var err error
+	if len(recipientIDs) > 1000 {
+		_, err = q.Exec(ctx, `SELECT pg_notify('lull_feed', '*')`)
+	} else if len(recipientIDs) > 0 {
+		_, err = q.Exec(ctx, `SELECT pg_notify('lull_feed', r) FROM unnest($1::text[]) AS r`, recipientIDs)
+	}
+	if err != nil {
+		return fmt.Errorf("notify feed: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences/batching"
+)
+
+// FeedGroup is a run of notifications of one type and batch key, shown
+// with the heading an email would give them.
+type FeedGroup struct {
+	Type          string      `json:"type"`
+	BatchKey      string      `json:"batch_key,omitempty"`
+	Text          string      `json:"text"`
+	Count         int         `json:"count"`
+	Unread        int         `json:"unread"`
+	LatestAt      time.Time   `json:"latest_at"`
+	Notifications []FeedEntry `json:"notifications"`
+	group         *mailtemplates.Group
+}
+
+// FeedEntry is one notification in the feed.
+type FeedEntry struct {
+	ID         int64           `json:"id"`
+	Actor      json.RawMessage `json:"actor"`
+	Object     json.RawMessage `json:"object"`
+	Data       json.RawMessage `json:"data"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	ReadAt     *time.Time      `json:"read_at"`
+	SeenAt     *time.Time      `json:"seen_at"`
+}
+
+// getFeed returns a page of the recipient's feed, newest first. A page
+// holds up to limit notifications, grouped where neighbours share a type
+// and batch key; a group may continue on the next page.
+func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	rec, err := db.GetRecipient(ctx, s.DB.Bun, r.PathValue("id"))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 200 {
+			s.problem(w, r, Invalid(FieldError{"limit", "must be a number from 1 to 200"}))
+			return
+		}
+	}
+	before, _ := strconv.ParseInt(q.Get("cursor"), 10, 64)
+	items, err := db.Feed(ctx, s.DB.Pool, rec.ID, before, limit, q.Get("unread") == "true")
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	counts, err := db.CountFeed(ctx, s.DB.Pool, rec.ID)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	groups, err := s.groupFeed(r, items, rec)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out := map[string]any{"groups": groups, "unread": counts.Unread, "unseen": counts.Unseen, "unread_by_type": counts.ByType, "next_cursor": nil}
+	if len(items) == limit {
+		out["next_cursor"] = strconv.FormatInt(items[len(items)-1].NotificationID, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipient) ([]*FeedGroup, error) {
+	types := map[string]*db.Type{}
+	groups := []*FeedGroup{}
+	var cur *FeedGroup
+	for _, it := range items {
+		if cur == nil || cur.Type != it.TypeKey || cur.BatchKey != it.BatchKey {
+			t, ok := types[it.TypeKey]
+			if !ok {
+				var err error
+				if t, err = db.GetType(r.Context(), s.DB.Bun, it.TypeKey); err != nil {
+					return nil, err
+				}
+				types[it.TypeKey] = t
+			}
+			cur = &FeedGroup{Type: it.TypeKey, BatchKey: it.BatchKey, LatestAt: it.OccurredAt,
+				group: &mailtemplates.Group{Type: mailtemplates.Type{Key: t.Key, Name: t.Name, ItemText: t.ItemText, GroupText: t.GroupText, DisplayLimit: 1 << 20}}}
+			groups = append(groups, cur)
+		}
+		cur.Count++
+		if it.ReadAt == nil {
+			cur.Unread++
+		}
+		cur.Notifications = append(cur.Notifications, FeedEntry{ID: it.NotificationID, Actor: it.Actor, Object: it.Object, Data: it.Data,
+			OccurredAt: it.OccurredAt, ReadAt: it.ReadAt, SeenAt: it.SeenAt})
+	}
+	loc := batching.Location(rec.Timezone)
+	for _, g := range groups {
+		content := mailtemplates.BatchContent{Batch: &db.Batch{}, Recipient: rec, Types: map[string]*db.Type{g.Type: types[g.Type]}}
+		for i := len(g.Notifications) - 1; i >= 0; i-- {
+			n := g.Notifications[i]
+			content.Items = append(content.Items, db.Item{TypeKey: g.Type, Actor: n.Actor, Object: n.Object, Data: n.Data, OccurredAt: n.OccurredAt})
+		}
+		in := mailtemplates.InputFromBatch(content)
+		g.Text = mailtemplates.Heading(in.Groups[0], loc)
+	}
+	return groups, nil
+}
+
+// readBody is what feed/read and feed/seen accept: ids, or (read only)
+// everything before a time, or all.
+type readBody struct {
+	IDs    []int64    `json:"ids"`
+	Before *time.Time `json:"before"`
+	All    bool       `json:"all"`
+}
+
+// markRead marks notifications read; those still waiting in an open batch
+// leave it, and a batch left with nothing unread is canceled.
+func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
+	var b readBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if len(b.IDs) == 0 && b.Before == nil && !b.All {
+		s.problem(w, r, Invalid(FieldError{"ids", "give ids, before (a time) or all: true"}))
+		return
+	}
+	now := s.now()
+	before := now.Add(time.Second)
+	if b.Before != nil {
+		before = *b.Before
+	}
+	rid := r.PathValue("id")
+	var marked int
+	var canceled []int64
+	err := s.DB.InTx(r.Context(), func(tx pgxTx) error {
+		var err error
+		if marked, canceled, err = db.MarkRead(r.Context(), tx, rid, b.IDs, before, now); err != nil {
+			return err
+		}
+		skips := make([]db.Skip, len(canceled))
+		for i := range canceled {
+			skips[i] = db.Skip{RecipientID: rid, BatchID: &canceled[i], Reason: db.SkipRead}
+		}
+		if err := db.InsertSkips(r.Context(), tx, skips); err != nil {
+			return err
+		}
+		return db.NotifyFeed(r.Context(), tx, []string{rid})
+	})
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if canceled == nil {
+		canceled = []int64{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"read": marked, "canceled_batches": canceled})
+}
+
+// markSeen marks notifications seen: the bell was opened.
+func (s *Server) markSeen(w http.ResponseWriter, r *http.Request) {
+	var b readBody
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &b); err != nil {
+			s.problem(w, r, err)
+			return
+		}
+	}
+	rid := r.PathValue("id")
+	var n int
+	err := s.DB.InTx(r.Context(), func(tx pgxTx) error {
+		var err error
+		if n, err = db.MarkSeen(r.Context(), tx, rid, b.IDs, s.now()); err != nil {
+			return err
+		}
+		return db.NotifyFeed(r.Context(), tx, []string{rid})
+	})
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"seen": n})
+}
+
+// feedCount answers the numbers for a badge.
+func (s *Server) feedCount(w http.ResponseWriter, r *http.Request) {
+	c, err := db.CountFeed(r.Context(), s.DB.Pool, r.PathValue("id"))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// feedStream is a Server-Sent Events stream of the recipient's counts: one
+// event at once, then one each time they change. Changes arrive through
+// FeedHub (PostgreSQL LISTEN/NOTIFY), not by polling.
+func (s *Server) feedStream(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	rid := r.PathValue("id")
+	if _, err := db.GetRecipient(ctx, s.DB.Bun, rid); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if s.Feed == nil {
+		s.problem(w, r, newProblem(http.StatusNotImplemented, "no-stream", "Streaming unavailable", "this server runs without a feed listener"))
+		return
+	}
+	wake, stop := s.Feed.Subscribe(rid)
+	defer stop()
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var last string
+	send := func() bool {
+		c, err := db.CountFeed(ctx, s.DB.Pool, rid)
+		if err != nil {
+			return ctx.Err() == nil
+		}
+		b, _ := json.Marshal(c)
+		if string(b) != last {
+			last = string(b)
+			fmt.Fprintf(w, "event: counts\ndata: %s\n\n", b)
+		}
+		return rc.Flush() == nil
+	}
+	if !send() {
+		return
+	}
+	ping := time.NewTicker(25 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+			if !send() {
+				return
+			}
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs"
+)
+
+func feedSetup(t *testing.T) *apiBundle {
+	t.Helper()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"group_text":"{{actors}} commented on {{object.title}}|{{actors}} left {{count}} comments on {{object.title}}"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/types/share", `{"name":"Shares","default_mode":"cooldown","window":"1h"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com"}`, 200)
+	return a
+}
+
+func (a *apiBundle) postEvent(t *testing.T, typ, actor, batchKey string) int64 {
+	t.Helper()
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"`+typ+`","actor":{"id":"`+actor+`","name":"`+actor+`"},
+		"object":{"title":"Q3 plan"},"batch_key":"`+batchKey+`","recipients":["u_bob"]}`, 202)
+	return int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
+}
+
+func (a *apiBundle) workFlush(t *testing.T, batchID int64) {
+	t.Helper()
+	job := &river.Job[jobs.FlushArgs]{JobRow: &rivertype.JobRow{ID: batchID, Attempt: 1, MaxAttempts: 8}, Args: jobs.FlushArgs{BatchID: batchID}}
+	if err := a.flush.Work(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFeedGroupsAndPages(t *testing.T) {
+	t.Parallel()
+	a := feedSetup(t)
+	a.postEvent(t, "share", "Chen", "")
+	for _, who := range []string{"Alice", "Fatima", "Jonas"} {
+		a.postEvent(t, "comment", who, "doc:7")
+	}
+	feed := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed", "", 200)
+	groups := feed["groups"].([]any)
+	if len(groups) != 2 {
+		t.Fatalf("%d groups, want comments then shares: %v", len(groups), groups)
+	}
+	g := groups[0].(map[string]any)
+	if g["text"] != "Jonas, Fatima and Alice left 3 comments on Q3 plan" || g["count"].(float64) != 3 || g["unread"].(float64) != 3 {
+		t.Fatalf("first group = %v", g)
+	}
+	if feed["unread"].(float64) != 4 || feed["unread_by_type"].(map[string]any)["comment"].(float64) != 3 {
+		t.Fatalf("counts = %v / %v", feed["unread"], feed["unread_by_type"])
+	}
+	page := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed?limit=2", "", 200)
+	next := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed?limit=2&cursor="+page["next_cursor"].(string), "", 200)
+	first := page["groups"].([]any)[0].(map[string]any)["notifications"].([]any)
+	second := next["groups"].([]any)[0].(map[string]any)["notifications"].([]any)
+	if len(first) != 2 || len(second) != 1 || next["groups"].([]any)[1].(map[string]any)["type"] != "share" {
+		t.Fatalf("paging by 2: %v then %v", page["groups"], next["groups"])
+	}
+	a.mustCall(t, "POST", "/api/v1/recipients/u_bob/feed/seen", "", 200)
+	if c := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed/count", "", 200); c["unseen"].(float64) != 0 || c["unread"].(float64) != 4 {
+		t.Fatalf("after seen: %v", c)
+	}
+}
+
+func TestReadInAppIsNotEmailed(t *testing.T) {
+	t.Parallel()
+	a := feedSetup(t)
+	id := a.postEvent(t, "comment", "Alice", "doc:7")
+	a.postEvent(t, "comment", "Fatima", "doc:7")
+	feed := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed", "", 200)
+	notes := feed["groups"].([]any)[0].(map[string]any)["notifications"].([]any)
+	alice := notes[1].(map[string]any)["id"].(float64)
+	a.mustCall(t, "POST", "/api/v1/recipients/u_bob/feed/read", `{"ids":[`+itoa(int64(alice))+`]}`, 200)
+	if b, _ := db.GetBatch(context.Background(), a.db.Pool, id); b.ItemCount != 1 {
+		t.Fatalf("batch has %d items after one was read, want 1", b.ItemCount)
+	}
+	a.mustCall(t, "POST", "/api/v1/batches/"+itoa(id)+"/flush", "", 202)
+	a.workFlush(t, id)
+	out, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 10)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("outbox: %v, %d emails", err, len(out))
+	}
+	if strings.Contains(out[0].Text, "Alice") || !strings.Contains(out[0].Text, "Fatima") {
+		t.Fatalf("the email still carries the notification read in the app:\n%s", out[0].Text)
+	}
+}
+
+func TestAllReadCancelsTheBatch(t *testing.T) {
+	t.Parallel()
+	a := feedSetup(t)
+	id := a.postEvent(t, "comment", "Alice", "doc:7")
+	a.postEvent(t, "comment", "Fatima", "doc:7")
+	res := a.mustCall(t, "POST", "/api/v1/recipients/u_bob/feed/read", `{"all":true}`, 200)
+	if res["read"].(float64) != 2 || len(res["canceled_batches"].([]any)) != 1 {
+		t.Fatalf("read all = %v", res)
+	}
+	b, _ := db.GetBatch(context.Background(), a.db.Pool, id)
+	if b.State != db.StateCanceled || b.Reason != db.SkipRead {
+		t.Fatalf("batch %s (%q), want canceled as read in app", b.State, b.Reason)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM skips WHERE reason = 'read in app'"); n != 1 {
+		t.Fatal("the skip log does not say read in app")
+	}
+}
+
+func TestFeedStreamSendsCountChanges(t *testing.T) {
+	t.Parallel()
+	a := feedSetup(t)
+	req, _ := http.NewRequest("GET", a.srv.URL+"/api/v1/recipients/u_bob/feed/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- line
+			}
+		}
+	}()
+	next := func() string {
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event from the stream")
+		}
+		return ""
+	}
+	if first := next(); !strings.Contains(first, `"unread":0`) {
+		t.Fatalf("first event %s, want unread 0", first)
+	}
+	a.postEvent(t, "comment", "Alice", "doc:7")
+	if got := next(); !strings.Contains(got, `"unread":1`) {
+		t.Fatalf("after an event: %s, want unread 1", got)
+	}
+}
