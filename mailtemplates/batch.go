@@ -147,31 +147,3 @@ func item(it db.Item) Item {
 	json.Unmarshal(it.Data, &data)
 	return Item{Actor: decodeActor(it.Actor), Object: Object{Type: o.Type, ID: o.ID, Title: o.Title, URL: o.URL}, Data: data, OccurredAt: it.OccurredAt}
 }
-
-// Sample makes a realistic group of n items for previewing type t without
-// stored events.
-func Sample(t Type, n int, now time.Time) Group {
-	actors := []string{"Alice", "Chen Wei", "Fatima", "Jonas", "Priya"}
-	titles := []string{"Q3 plan", "Budget tracker", "Onboarding guide", "Release notes"}
-	g := Group{Type: t, Total: n}
-	seen := map[string]bool{}
-	for i := range n {
-		a := actors[i%len(actors)]
-		if !seen[a] {
-			seen[a] = true
-			g.ActorCount++
-			if len(g.ActorNames) < 3 {
-				g.ActorNames = append(g.ActorNames, a)
-			}
-		}
-		if len(g.Items) < max(t.DisplayLimit, 1) {
-			g.Items = append(g.Items, Item{
-				Actor:      Actor{ID: strings.ToLower(a), Name: a},
-				Object:     Object{Type: "document", ID: fmt.Sprint(i + 1), Title: titles[i%len(titles)], URL: fmt.Sprintf("https://app.example/doc/%d", i+1)},
-				Data:       map[string]any{"excerpt": "Looks good, one question on the numbers.", "error": "exit status 1"},
-				OccurredAt: now.Add(-time.Duration(i*7) * time.Minute),
-			})
-		}
-	}
-	return g
-}

@@ -2,21 +2,33 @@ package mailtemplates
 
 import "time"
 
-// Type is how a notification type reads in email.
+// Type is how a notification type reads in email. It is a copy of the
+// registry's fields that rendering needs, so this package can render a
+// stored batch, a preview of unsaved texts and sample data alike.
 type Type struct {
-	Key, Name, Category string
+	Key, Name string
+	// Category groups types on the settings page; the digest's summary
+	// counts categories ("12 updates in 3 categories") and labels each
+	// section with one.
+	Category string
+	// ItemText and GroupText are type texts (see ValidateItemText and
+	// ValidateGroupText); an empty one falls back to the default.
 	ItemText, GroupText string
-	DisplayLimit        int
-	ItemOrder           string // "first" or "latest"
+	// DisplayLimit caps the items shown; Render enforces it too, so a
+	// loader that forgot cannot send a 1,000-line email.
+	DisplayLimit int
+	ItemOrder    string // "first" or "latest"
 }
 
-// Actor is who did something.
+// Actor is who did something, as the host application named them.
 type Actor struct{ ID, Name string }
 
-// Object is what it was done to.
+// Object is what it was done to. URL is shown as a link only when it is
+// http or https.
 type Object struct{ Type, ID, Title, URL string }
 
-// Item is one notification.
+// Item is one notification as the email shows it. Data is the event's
+// free-form data, read by {{data.KEY}} placeholders.
 type Item struct {
 	Actor      Actor
 	Object     Object
@@ -27,7 +39,8 @@ type Item struct {
 // Group is one type's items in a batch. Items are already cut to at most
 // Type.DisplayLimit by the loader, in Type.ItemOrder; Total is the true
 // count; ActorNames are up to three distinct names, newest first, and
-// ActorCount the number of distinct actors.
+// ActorCount the number of distinct actors. Carrying the totals next to
+// the cut list is what lets an email say "1,000" while showing ten.
 type Group struct {
 	Type       Type
 	Total      int
@@ -36,22 +49,27 @@ type Group struct {
 	ActorCount int
 }
 
-// Recipient is who the email is for.
+// Recipient is who the email is for. Location is their time zone, used
+// for every time the email shows; nil means UTC.
 type Recipient struct {
 	ID, Name, Email string
 	Location        *time.Location
 }
 
-// Input is everything one email is made from.
+// Input is everything one email is made from: a display-shaped view of a
+// batch, with no database types, so previews and tests can build one by
+// hand.
 type Input struct {
 	BatchID   int64
-	Mode      string // immediate, cooldown, daily, weekly
+	Mode      string // "immediate", "cooldown", "daily" or "weekly"
 	Recipient Recipient
-	Since     time.Time // when the batch opened
+	Since     time.Time // when the batch opened, for "since Monday"
 	Groups    []Group   // in the order they are shown
 	From      string
 	MessageID string
-	Date      time.Time
+	// Date is when the email is sent; it is also "now" for phrases such
+	// as "since Monday", so a render is a pure function of its Input.
+	Date time.Time
 	// SettingsURL and UnsubscribeURL are the signed links of the footer.
 	SettingsURL, UnsubscribeURL string
 	ProductName                 string // "lull" when empty

@@ -3,45 +3,85 @@ package mailtemplates
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	htmltemplate "html/template"
 	"net/url"
+	"strconv"
 	"strings"
 	texttemplate "text/template"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
-//go:embed templates/*
+//go:embed templates/*.tmpl
 var templateFiles embed.FS
 
+// The layouts are parsed once, at start-up: they are part of the program,
+// so a broken one should stop the process at once, not fail every send.
 var (
-	htmlLayout = htmltemplate.Must(htmltemplate.ParseFS(templateFiles, "templates/email.html.tmpl"))
-	textLayout = texttemplate.Must(texttemplate.ParseFS(templateFiles, "templates/email.txt.tmpl"))
+	htmlLayouts = htmltemplate.Must(htmltemplate.New("").ParseFS(templateFiles, "templates/*.html.tmpl"))
+	textLayouts = texttemplate.Must(texttemplate.New("").Funcs(texttemplate.FuncMap{
+		"wrap": wrap,
+		"rule": rule,
+	}).ParseFS(templateFiles, "templates/*.txt.tmpl"))
 )
 
-// maxSubject caps subjects: long ones are cut by mail clients anyway, and a
-// hostile 10,000-character title must not become a 10,000-character header.
-const maxSubject = 150
+// ErrNothingToRender is returned for an Input without a single item: an
+// empty batch or digest is never sent, so rendering one is a caller's bug
+// that should surface rather than produce an email that says nothing.
+var ErrNothingToRender = errors.New("nothing to render: the batch has no items")
 
-// view is what the layouts render: every string already expanded to plain
-// text, which html/template escapes and text/template writes as it is.
+const (
+	// maxSubject caps subjects: mail clients cut long ones anyway, and a
+	// hostile 10,000-character title must not become a 10,000-character
+	// header.
+	maxSubject = 150
+	// maxLine caps each item line and maxHeading each group heading in
+	// the body, so one huge field cannot bury the rest of the email.
+	maxLine    = 500
+	maxHeading = 200
+	// textWidth is where the plain-text part wraps: short enough for any
+	// reader, and under the 78 characters RFC 5322 recommends.
+	textWidth = 76
+)
+
+// The three layouts. DESIGN.md: a batch of one notification has its own
+// layout; a batch of one type lists its items under the group heading; a
+// digest has a section per type under a summary.
+const (
+	layoutSingle = "single"
+	layoutBatch  = "batch"
+	layoutDigest = "digest"
+)
+
+// view is what the layouts render: every string is already expanded to
+// plain text, which html/template escapes and text/template writes as it
+// is. No field holds markup.
 type view struct {
+	Layout      string
 	Product     string
-	Preheader   string
-	Heading     string
-	Summary     string
-	Single      bool
+	Title       string // <title>, the digest's h1, the single item's text
+	Context     string // single layout: the group heading above the item
+	Preheader   string // the inbox preview line, hidden in the body
+	Summary     string // digest: "12 updates in 3 categories since Monday"
+	Item        itemView
 	Groups      []groupView
+	Email       string
 	SettingsURL string
-	Unsubscribe string
+	// UnsubscribeURL is the same one-click URL as the header; a GET on it
+	// shows a confirmation page.
+	UnsubscribeURL string
 }
 
 type groupView struct {
-	Heading string
-	Note    string // "showing 5 of 15"
+	Label   string // "Documents · Comments"
+	Heading string // the expanded group_text
+	Note    string // "15 in all — showing the latest 5"
 	Items   []itemView
-	More    int
+	More    string // "and 10 more"
+	total   int
 }
 
 type itemView struct {
@@ -50,256 +90,495 @@ type itemView struct {
 	When string
 }
 
-// Render turns a batch's view model into an email. It is the one path
-// for sending and previewing.
-func Render(in Input) (*Message, error) {
-	if len(in.Groups) == 0 {
-		return nil, fmt.Errorf("render batch %d: no items", in.BatchID)
+// textCache holds the type texts parsed during one Render, so a digest
+// whose groups share a text parses it once.
+type textCache struct {
+	item, group map[string]*text
+}
+
+func (c *textCache) get(s string, group bool) (*text, error) {
+	m := &c.item
+	if group {
+		m = &c.group
 	}
+	if t, ok := (*m)[s]; ok {
+		return t, nil
+	}
+	t, err := parseText(s, group)
+	if err != nil {
+		return nil, err
+	}
+	if *m == nil {
+		*m = map[string]*text{}
+	}
+	(*m)[s] = t
+	return t, nil
+}
+
+// Render turns a batch's view model into an email. It is the one path for
+// sending and for the operator's preview, so what is previewed is what is
+// sent. Type texts are validated when a type is saved; one that fails here
+// anyway (stored before validation existed) is an error naming the type,
+// so the flush fails visibly instead of sending a broken email.
+func Render(in Input) (*Message, error) {
 	loc := in.Recipient.Location
 	if loc == nil {
 		loc = time.UTC
 	}
-	v := view{Product: in.ProductName, SettingsURL: in.SettingsURL, Unsubscribe: in.UnsubscribeURL}
+	now := in.Date
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var cache textCache
+	v := view{
+		Product:        oneLine(in.ProductName),
+		Email:          oneLine(in.Recipient.Email),
+		SettingsURL:    in.SettingsURL,
+		UnsubscribeURL: in.UnsubscribeURL,
+	}
 	if v.Product == "" {
 		v.Product = "lull"
 	}
-	total := 0
+	total, categories := 0, map[string]bool{}
 	for _, g := range in.Groups {
-		gv, err := renderGroup(g, loc)
+		if g.Total <= 0 && len(g.Items) == 0 {
+			continue
+		}
+		gv, err := renderGroup(g, loc, &cache)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("render batch %d: %w", in.BatchID, err)
 		}
 		v.Groups = append(v.Groups, gv)
-		total += g.Total
-	}
-	v.Single = len(in.Groups) == 1 && in.Groups[0].Total == 1 && len(v.Groups[0].Items) == 1
-	subject := v.Groups[0].Heading
-	switch {
-	case v.Single:
-		subject = v.Groups[0].Items[0].Text
-		v.Heading = subject
-	case in.Mode == "daily" || in.Mode == "weekly":
-		period := "daily"
-		if in.Mode == "weekly" {
-			period = "weekly"
+		total += gv.total
+		cat := g.Type.Category
+		if cat == "" {
+			cat = "\x00" + g.Type.Key // a type without a category is its own
 		}
-		v.Heading = fmt.Sprintf("Your %s digest", period)
-		v.Summary = fmt.Sprintf("%s in %s since %s", plural(total, "update"), plural(len(in.Groups), "category", "categories"), since(in.Since, in.Date, loc))
-		subject = fmt.Sprintf("Your %s digest: %s — %s", period, plural(total, "update"), v.Groups[0].Heading)
+		categories[cat] = true
+	}
+	if len(v.Groups) == 0 {
+		return nil, fmt.Errorf("render batch %d: %w", in.BatchID, ErrNothingToRender)
+	}
+
+	var subject string
+	first := v.Groups[0]
+	switch {
+	case len(v.Groups) == 1 && total == 1 && len(first.Items) == 1:
+		v.Layout = layoutSingle
+		v.Item = first.Items[0]
+		v.Title = v.Item.Text
+		if first.Heading != v.Item.Text {
+			v.Context = first.Heading
+		}
+		subject = v.Item.Text
+		v.Preheader = first.Heading
+	case in.Mode == "daily" || in.Mode == "weekly" || len(v.Groups) > 1:
+		v.Layout = layoutDigest
+		switch in.Mode {
+		case "daily", "weekly":
+			v.Title = "Your " + in.Mode + " digest"
+		default:
+			v.Title = "Your updates"
+		}
+		v.Summary = plural(total, "update", "updates")
+		if len(categories) > 1 {
+			v.Summary += " in " + plural(len(categories), "category", "categories")
+		}
+		if s := sinceLabel(in.Since, now, loc); s != "" {
+			v.Summary += " since " + s
+		}
+		// The most useful fact is the busiest group: it is what the
+		// recipient most likely opens the digest for.
+		busiest := first
+		for _, g := range v.Groups[1:] {
+			if g.total > busiest.total {
+				busiest = g
+			}
+		}
+		subject = v.Title + ": " + plural(total, "update", "updates") + " — " + busiest.Heading
+		v.Preheader = v.Summary
 	default:
-		v.Heading = v.Groups[0].Heading
+		v.Layout = layoutBatch
+		v.Title = first.Heading
+		subject = first.Heading
+		if len(first.Items) > 0 {
+			v.Preheader = first.Items[0].Text
+		}
+	}
+	if strings.TrimSpace(subject) == "" {
+		subject = v.Product + ": " + plural(total, "update", "updates")
 	}
 	subject = Subject(subject)
-	v.Preheader = v.Summary
-	if v.Preheader == "" {
-		v.Preheader = subject
+	if v.Title == "" {
+		v.Title = subject
 	}
-	var html, text bytes.Buffer
-	if err := htmlLayout.Execute(&html, v); err != nil {
-		return nil, fmt.Errorf("render html: %w", err)
+
+	var html, txt bytes.Buffer
+	html.Grow(8 << 10)
+	if err := htmlLayouts.ExecuteTemplate(&html, "email", v); err != nil {
+		return nil, fmt.Errorf("render batch %d html: %w", in.BatchID, err)
 	}
-	if err := textLayout.Execute(&text, v); err != nil {
-		return nil, fmt.Errorf("render text: %w", err)
+	txt.Grow(2 << 10)
+	if err := textLayouts.ExecuteTemplate(&txt, "email", v); err != nil {
+		return nil, fmt.Errorf("render batch %d text: %w", in.BatchID, err)
 	}
 	return &Message{
-		From: in.From, To: in.Recipient.Email, ToName: oneLine(in.Recipient.Name), Subject: subject,
-		MessageID: in.MessageID, Date: in.Date, Text: text.String(), HTML: html.String(),
-		UnsubscribeURL: in.UnsubscribeURL, BatchID: in.BatchID,
+		From:           in.From,
+		To:             in.Recipient.Email,
+		ToName:         oneLine(in.Recipient.Name),
+		Subject:        subject,
+		MessageID:      in.MessageID,
+		Date:           in.Date,
+		Text:           txt.String(),
+		HTML:           html.String(),
+		UnsubscribeURL: in.UnsubscribeURL,
+		BatchID:        in.BatchID,
 	}, nil
 }
 
-func renderGroup(g Group, loc *time.Location) (groupView, error) {
-	itemText, err := parseText(g.Type.ItemText, false)
+// renderGroup expands one group's texts: each item's item_text once, and
+// the group_text once against the newest item.
+func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, error) {
+	items := g.Items
+	if g.Type.DisplayLimit > 0 && len(items) > g.Type.DisplayLimit {
+		items = items[:g.Type.DisplayLimit]
+	}
+	total := max(g.Total, len(g.Items))
+	name := g.Type.Name
+	if name == "" {
+		name = g.Type.Key
+	}
+
+	itemSrc := g.Type.ItemText
+	if strings.TrimSpace(itemSrc) == "" {
+		itemSrc = DefaultItemText()
+	}
+	itemText, err := cache.get(itemSrc, false)
 	if err != nil {
 		return groupView{}, fmt.Errorf("type %s item_text: %w", g.Type.Key, err)
 	}
-	groupText, err := parseText(g.Type.GroupText, true)
+	groupSrc := g.Type.GroupText
+	if strings.TrimSpace(groupSrc) == "" {
+		groupSrc = DefaultGroupText(name)
+	}
+	groupText, err := cache.get(groupSrc, true)
 	if err != nil {
 		return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
 	}
-	gv := groupView{More: g.Total - len(g.Items)}
-	for _, it := range g.Items {
-		gv.Items = append(gv.Items, itemView{
-			Text: oneLine(itemText.expand(1, itemValue(it, loc))),
-			URL:  safeURL(it.Object.URL),
-			When: it.OccurredAt.In(loc).Format("Jan 2, 15:04"),
-		})
+
+	gv := groupView{total: total, Items: make([]itemView, len(items))}
+	for i := range items {
+		it := &items[i]
+		s := clip(itemText.expand(fields{item: it, loc: loc, count: 1}), maxLine)
+		if s == "" {
+			s = oneLine(name) // an event without the fields its text names
+		}
+		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc)}
 	}
-	var newest Item
-	if len(g.Items) > 0 {
-		newest = g.Items[0]
+
+	names, count := g.ActorNames, g.ActorCount
+	if len(names) == 0 && count == 0 {
+		names, count = actorsOf(items)
+	}
+	gv.Heading = clip(groupText.expand(fields{item: newest(items, g.Type.ItemOrder), loc: loc, count: total, actors: Actors(names, count)}), maxHeading)
+	if gv.Heading == "" {
+		gv.Heading = oneLine(name) + ": " + groupDigits(total)
+	}
+
+	cat, tname := oneLine(g.Type.Category), oneLine(g.Type.Name)
+	switch {
+	case cat != "" && tname != "" && cat != tname:
+		gv.Label = cat + " · " + tname
+	case tname != "":
+		gv.Label = tname
+	default:
+		gv.Label = cat
+	}
+	if more := total - len(items); more > 0 {
+		gv.More = "and " + groupDigits(more) + " more"
+		order := "latest"
 		if g.Type.ItemOrder == "first" {
-			newest = g.Items[len(g.Items)-1]
+			order = "first"
 		}
-	}
-	base := itemValue(newest, loc)
-	gv.Heading = oneLine(groupText.expand(g.Total, func(f string) string {
-		switch f {
-		case "count":
-			return fmt.Sprint(g.Total)
-		case "actors":
-			return Actors(g.ActorNames, g.ActorCount)
+		if len(items) > 0 {
+			gv.Note = groupDigits(total) + " in all — showing the " + order + " " + groupDigits(len(items))
 		}
-		return base(f)
-	}))
-	if gv.More > 0 {
-		gv.Note = fmt.Sprintf("%d in all — showing %d", g.Total, len(g.Items))
 	}
 	return gv, nil
 }
 
-// itemValue looks up an item's fields for placeholders.
-func itemValue(it Item, loc *time.Location) func(string) string {
-	return func(f string) string {
-		switch f {
-		case "actor.name":
-			return it.Actor.Name
-		case "actor.id":
-			return it.Actor.ID
-		case "object.title":
-			return it.Object.Title
-		case "object.url":
-			return it.Object.URL
-		case "object.type":
-			return it.Object.Type
-		case "object.id":
-			return it.Object.ID
-		case "occurred_at":
-			if it.OccurredAt.IsZero() {
-				return ""
-			}
-			return it.OccurredAt.In(loc).Format("Jan 2, 15:04")
-		}
-		if key, ok := strings.CutPrefix(f, "data."); ok {
-			return dataValue(it.Data, key)
-		}
-		return ""
+// newest is the item a group text's item fields come from. Items arrive
+// in the type's order, and with "first" the newest is not necessarily
+// shown first, so the times decide; without times, the order does.
+func newest(items []Item, order string) *Item {
+	if len(items) == 0 {
+		return nil
 	}
+	best := 0
+	if order == "first" {
+		best = len(items) - 1
+	}
+	for i := range items {
+		if items[i].OccurredAt.After(items[best].OccurredAt) {
+			best = i
+		}
+	}
+	return &items[best]
 }
 
-// dataValue follows a dotted key into event data; maps and lists render
-// empty, other values as they print.
-func dataValue(data map[string]any, key string) string {
-	var v any = data
-	for _, part := range strings.Split(key, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return ""
+// actorsOf derives the actors from the shown items, for inputs built by
+// hand (previews, tests) that leave ActorNames empty.
+func actorsOf(items []Item) ([]string, int) {
+	var names []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		key := it.Actor.ID
+		if key == "" {
+			key = it.Actor.Name
 		}
-		v = m[part]
-	}
-	switch x := v.(type) {
-	case nil, map[string]any, []any:
-		return ""
-	case string:
-		return x
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprint(int64(x))
+		if key == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		if len(names) < 3 && it.Actor.Name != "" {
+			names = append(names, it.Actor.Name)
 		}
 	}
-	return fmt.Sprint(v)
+	return names, len(seen)
+}
+
+// Heading is a group's heading exactly as an email shows it ("Alice and 4
+// others commented on Q3 plan"), so the in-app feed and the email never
+// disagree. A group whose texts do not parse falls back to its type name.
+func Heading(g Group, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	var cache textCache
+	gv, err := renderGroup(g, loc, &cache)
+	if err != nil {
+		return g.Type.Name
+	}
+	return gv.Heading
 }
 
 // Actors writes "Alice", "Alice and Bob", "Alice, Bob and Carol" or
-// "Alice, Bob and 13 others" from up to three names and the true count.
+// "Alice, Bob and 13 others" from up to three names (newest first) and the
+// true number of distinct actors. Three names fit a subject; the count
+// keeps it honest.
 func Actors(names []string, count int) string {
+	clean := make([]string, 0, len(names))
+	for _, n := range names {
+		if n = oneLine(n); n != "" {
+			clean = append(clean, n)
+		}
+	}
+	names = clean
 	if len(names) == 0 {
-		if count == 0 {
+		if count <= 0 {
 			return "Someone"
 		}
 		return plural(count, "person", "people")
 	}
 	count = max(count, len(names))
-	if count == 1 {
+	switch {
+	case count == 1:
 		return names[0]
-	}
-	if count == len(names) {
+	case count == len(names) && count <= 3:
 		return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 	}
-	shown := names
-	if len(shown) > 2 {
-		shown = shown[:2]
-	}
-	rest := count - len(shown)
-	return strings.Join(shown, ", ") + " and " + plural(rest, "other")
+	shown := names[:min(len(names), 2)]
+	return strings.Join(shown, ", ") + " and " + plural(count-len(shown), "other", "others")
 }
 
-func plural(n int, one string, many ...string) string {
+// plural writes "1 update" or "1,000 updates".
+func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	word := one + "s"
-	if len(many) > 0 {
-		word = many[0]
-	}
-	return fmt.Sprintf("%s %s", groupDigits(n), word)
+	return groupDigits(n) + " " + many
 }
 
+// groupDigits writes 1000 as "1,000": a count is read at a glance.
 func groupDigits(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
+	s := strconv.Itoa(n)
+	start := 0
+	if n < 0 {
+		start = 1
 	}
-	return s
-}
-
-// since names the batch's start: a weekday within the last week, else a date.
-func since(opened, now time.Time, loc *time.Location) string {
-	if now.IsZero() {
-		now = time.Now()
-	}
-	o := opened.In(loc)
-	if now.Sub(opened) < 6*24*time.Hour {
-		if o.YearDay() == now.In(loc).YearDay() {
-			return o.Format("15:04")
-		}
-		return o.Weekday().String()
-	}
-	return o.Format("January 2")
-}
-
-// oneLine folds control characters (CR, LF, tabs) into spaces.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)), " ")
-}
-
-// Subject makes s safe for a Subject header: one line, at most maxSubject
-// characters, cut on a character boundary with an ellipsis.
-func Subject(s string) string {
-	s = oneLine(s)
-	if utf8.RuneCountInString(s) <= maxSubject {
+	if len(s)-start <= 3 {
 		return s
 	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:maxSubject-1])) + "…"
+	var b strings.Builder
+	b.WriteString(s[:start])
+	digits := s[start:]
+	head := len(digits) % 3
+	if head > 0 {
+		b.WriteString(digits[:head])
+	}
+	for i := head; i < len(digits); i += 3 {
+		if b.Len() > start {
+			b.WriteByte(',')
+		}
+		b.WriteString(digits[i : i+3])
+	}
+	return b.String()
 }
 
-// safeURL keeps only http and https links, so an event cannot smuggle a
-// javascript: or data: URL into an email.
+// sinceLabel names the start of a digest in the recipient's zone: a time
+// when it opened today, a weekday within the last week ("since Monday"),
+// else a date. Calendar days, not 24-hour periods, because that is how
+// people count "since Monday".
+func sinceLabel(opened, now time.Time, loc *time.Location) string {
+	if opened.IsZero() {
+		return ""
+	}
+	o, n := opened.In(loc), now.In(loc)
+	days := int(time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC).
+		Sub(time.Date(o.Year(), o.Month(), o.Day(), 0, 0, 0, 0, time.UTC)).Hours() / 24)
+	switch {
+	case days <= 0:
+		return o.Format("15:04")
+	case days < 7:
+		return o.Weekday().String()
+	case o.Year() == n.Year():
+		return o.Format("January 2")
+	default:
+		return o.Format("January 2, 2006")
+	}
+}
+
+// oneLine makes s a single line of plain text: control characters and
+// line or paragraph separators become spaces, runs of white space collapse
+// to one, and bidirectional embedding, override and isolate controls are
+// dropped, so an event can neither break a header nor reverse the text
+// that follows it. Right-to-left text itself is left alone.
+func oneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		switch {
+		case isBidiControl(r):
+			continue
+		case unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError:
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// isOneLine reports whether oneLine would return s unchanged; most values
+// are, and this keeps Render from copying them.
+func isOneLine(s string) bool {
+	prevSpace := true // a leading space needs work
+	for _, r := range s {
+		if r == ' ' {
+			if prevSpace {
+				return false
+			}
+			prevSpace = true
+			continue
+		}
+		if r == utf8.RuneError || isBidiControl(r) || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+		prevSpace = false
+	}
+	return !prevSpace || s == ""
+}
+
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// clip cuts s to at most n characters, at a word boundary when one is
+// near, ending in "…". It counts runes, so it never splits a character.
+func clip(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	// Keep n-1 characters and leave room for the ellipsis.
+	end, kept := len(s), 0
+	for i := range s {
+		if kept == n-1 {
+			end = i
+			break
+		}
+		kept++
+	}
+	head := s[:end]
+	if sp := strings.LastIndexByte(head, ' '); sp > 0 && utf8.RuneCountInString(head[sp:]) <= 20 {
+		head = head[:sp]
+	}
+	return strings.TrimRight(head, " ") + "…"
+}
+
+// Subject makes s safe for a Subject header: one line, without control
+// characters, at most maxSubject characters, cut on a character boundary
+// with an ellipsis. Render applies it; it is exported for senders that
+// build a subject of their own.
+func Subject(s string) string {
+	return clip(oneLine(s), maxSubject)
+}
+
+// safeURL keeps only absolute http and https links, so an event cannot
+// smuggle a javascript: or data: URL into an email. Characters that would
+// end an <angle-bracketed> URL in the text part are percent-encoded.
 func safeURL(s string) string {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return ""
 	}
-	return u.String()
+	return urlEscaper.Replace(u.String())
 }
 
-// Heading is a group's heading as an email shows it ("Alice and 4 others
-// commented on Q3 plan"), for the in-app feed.
-func Heading(g Group, loc *time.Location) string {
-	if loc == nil {
-		loc = time.UTC
+var urlEscaper = strings.NewReplacer(" ", "%20", "<", "%3C", ">", "%3E", `"`, "%22", "`", "%60")
+
+// wrap fills s into lines of at most textWidth characters for the text
+// part, starting with first and indenting the following lines with rest.
+// A word longer than a line (a URL, a hostile title) stays whole on its
+// own line rather than being broken.
+func wrap(s, first, rest string) string {
+	words := strings.Fields(s)
+	if len(words) == 0 {
+		return strings.TrimRight(first, " ")
 	}
-	gv, err := renderGroup(g, loc)
-	if err != nil {
-		return g.Type.Name
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/textWidth*(len(rest)+1) + len(first))
+	b.WriteString(first)
+	col := utf8.RuneCountInString(first)
+	restCol := utf8.RuneCountInString(rest)
+	lineStart := true
+	for _, w := range words {
+		n := utf8.RuneCountInString(w)
+		if !lineStart && col+1+n > textWidth {
+			b.WriteByte('\n')
+			b.WriteString(rest)
+			col, lineStart = restCol, true
+		}
+		if !lineStart {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += n
+		lineStart = false
 	}
-	return gv.Heading
+	return b.String()
+}
+
+// rule underlines a heading in the text part, the way plain-text email
+// has always marked headings.
+func rule(s, char string) string {
+	return strings.Repeat(char, min(max(utf8.RuneCountInString(s), 3), textWidth))
 }

@@ -2,149 +2,389 @@ package mailtemplates
 
 import (
 	"fmt"
-	"regexp"
+	"strconv"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
-// A type text is a short template such as
-// "{{actors}} commented on {{object.title}}|{{actors}} left {{count}} comments".
-// "|" splits the singular from the plural form, so a literal "|" cannot
-// appear in a text. Placeholders name fields; expansion gives plain text,
-// which each output (HTML, text, subject) then escapes its own way.
+// Type texts are the small templates a notification type is written in,
+// such as
+//
+//	{{actors}} commented on {{object.title}}|{{actors}} left {{count}} comments on {{object.title}}
+//
+// A placeholder is a field path between "{{" and "}}", with optional spaces
+// inside the braces. A "|" outside the braces separates the singular form
+// (used when the count is exactly 1) from the plural form; there is no
+// escape, so a literal "|" cannot appear in a text, and item texts, which
+// always describe one item, have no plural form at all. Expansion yields
+// plain text; each output (HTML part, text part, subject) escapes it its
+// own way, which is why the texts themselves never contain markup.
+//
+// The language is deliberately not text/template: type texts are written
+// by integrators through the API and operators in the console, and a
+// language without calls, loops or pipelines cannot fail at send time in
+// any way validation did not catch when the type was saved.
 
-var placeholder = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
+// maxTextLen bounds a type text, so a pasted document is refused when the
+// type is saved instead of producing an unreadable email later.
+const maxTextLen = 1000
 
-// itemFields are the placeholders of item_text; data.KEY is also allowed.
-var itemFields = map[string]bool{
-	"actor.name": true, "actor.id": true,
-	"object.title": true, "object.url": true, "object.type": true, "object.id": true,
-	"occurred_at": true,
+// TextError says what is wrong with a type text. Placeholder is the
+// offending placeholder as written (for example "{{actor.nam}}"), or empty
+// when the problem is not a single placeholder, so a form can point at it.
+type TextError struct {
+	Placeholder string
+	Reason      string
 }
 
-// text is a parsed type text: literal and placeholder segments for the
-// singular and (when given) the plural form.
+// Error reads "{{actor.nam}}: is not a known field; use ...", so it can be
+// shown next to the form field as it is.
+func (e *TextError) Error() string {
+	if e.Placeholder == "" {
+		return e.Reason
+	}
+	return e.Placeholder + ": " + e.Reason
+}
+
+// field is what a placeholder refers to; it is resolved once when a text is
+// parsed, so expanding a text for an item is a switch, not a string lookup.
+type field uint8
+
+const (
+	fieldNone field = iota // a literal segment
+	fieldActorName
+	fieldActorID
+	fieldObjectTitle
+	fieldObjectURL
+	fieldObjectType
+	fieldObjectID
+	fieldOccurredAt
+	fieldData
+	fieldCount  // group texts only
+	fieldActors // group texts only
+)
+
+// itemFields are the placeholders every text may use; data.KEY is matched
+// separately because its key is free.
+var itemFields = map[string]field{
+	"actor.name":   fieldActorName,
+	"actor.id":     fieldActorID,
+	"object.title": fieldObjectTitle,
+	"object.url":   fieldObjectURL,
+	"object.type":  fieldObjectType,
+	"object.id":    fieldObjectID,
+	"occurred_at":  fieldOccurredAt,
+}
+
+const (
+	itemFieldList  = "actor.name, actor.id, object.title, object.url, object.type, object.id, data.KEY and occurred_at"
+	groupFieldList = "count, actors, " + itemFieldList
+)
+
+// segment is a literal run of text or one placeholder.
+type segment struct {
+	lit   string
+	field field
+	data  []string // the key path of a data.KEY placeholder
+}
+
+// text is a parsed type text. many is the plural form; for a text without
+// "|" it shares one's segments.
 type text struct {
 	one, many []segment
 }
 
-type segment struct {
-	lit   string
-	field string // set for a placeholder
-}
-
+// parseText parses an item text (group false) or a group text (group
+// true), refusing anything that could not expand sensibly.
 func parseText(s string, group bool) (*text, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("is empty")
+	kind := "item_text"
+	if group {
+		kind = "group_text"
 	}
-	forms := strings.Split(s, "|")
-	if len(forms) > 2 {
-		return nil, fmt.Errorf("has more than one '|' (it splits singular|plural)")
+	if strings.TrimSpace(s) == "" {
+		return nil, &TextError{Reason: kind + " is empty"}
+	}
+	if n := utf8.RuneCountInString(s); n > maxTextLen {
+		return nil, &TextError{Reason: fmt.Sprintf("%s is %d characters long; at most %d are allowed", kind, n, maxTextLen)}
 	}
 	t := &text{}
-	for i, f := range forms {
-		segs, err := parseForm(f, group)
-		if err != nil {
-			return nil, err
-		}
-		if i == 0 {
-			t.one = segs
-		} else {
-			t.many = segs
+	var segs []segment
+	split := false // a "|" has been seen
+	lit := 0       // start of the current literal run
+	addLiteral := func(end int) {
+		if end > lit {
+			segs = append(segs, segment{lit: s[lit:end]})
 		}
 	}
-	if t.many == nil {
-		t.many = t.one
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "{{"):
+			end := strings.Index(s[i+2:], "}}")
+			if end < 0 {
+				return nil, &TextError{Placeholder: abbreviate(s[i:]), Reason: `is not closed; add "}}"`}
+			}
+			raw := s[i : i+2+end+2]
+			seg, err := parsePlaceholder(raw, group)
+			if err != nil {
+				return nil, err
+			}
+			addLiteral(i)
+			segs = append(segs, seg)
+			i += len(raw)
+			lit = i
+		case strings.HasPrefix(s[i:], "}}"):
+			return nil, &TextError{Reason: fmt.Sprintf(`%s has "}}" without a matching "{{" near %q`, kind, abbreviate(s[max(0, i-20):i+2]))}
+		case s[i] == '|':
+			if !group {
+				return nil, &TextError{Reason: `item_text cannot contain "|": an item is always one thing, so it has no plural form`}
+			}
+			if split {
+				return nil, &TextError{Reason: `group_text has more than one "|"; write singular|plural, and note a literal "|" cannot appear`}
+			}
+			addLiteral(i)
+			t.one, segs, split = nonEmpty(segs), nil, true
+			i++
+			lit = i
+		default:
+			i++
+		}
+	}
+	addLiteral(len(s))
+	if !split {
+		// Validated non-blank above, so this form is not empty.
+		t.one = segs
+		t.many = segs
+		return t, nil
+	}
+	t.many = nonEmpty(segs)
+	switch {
+	case t.one == nil:
+		return nil, &TextError{Reason: `the singular form before "|" is empty`}
+	case t.many == nil:
+		return nil, &TextError{Reason: `the plural form after "|" is empty`}
 	}
 	return t, nil
 }
 
-func parseForm(f string, group bool) ([]segment, error) {
-	var segs []segment
-	rest := f
-	for {
-		loc := placeholder.FindStringSubmatchIndex(rest)
-		if loc == nil {
-			break
+// nonEmpty returns nil for a form that is only blanks, so parseText can
+// report it, and segs otherwise (never nil).
+func nonEmpty(segs []segment) []segment {
+	for _, s := range segs {
+		if s.field != fieldNone || strings.TrimSpace(s.lit) != "" {
+			return segs
 		}
-		if err := literal(rest[:loc[0]]); err != nil {
-			return nil, err
-		}
-		segs = append(segs, segment{lit: rest[:loc[0]]})
-		name := rest[loc[2]:loc[3]]
-		if !knownField(name, group) {
-			return nil, fmt.Errorf("unknown placeholder {{%s}}; use %s", name, fieldList(group))
-		}
-		segs = append(segs, segment{field: name})
-		rest = rest[loc[1]:]
-	}
-	if err := literal(rest); err != nil {
-		return nil, err
-	}
-	return append(segs, segment{lit: rest}), nil
-}
-
-func literal(s string) error {
-	if strings.Contains(s, "{{") || strings.Contains(s, "}}") {
-		return fmt.Errorf("has unbalanced braces near %q", s)
 	}
 	return nil
 }
 
-func knownField(name string, group bool) bool {
-	if itemFields[name] {
-		return true
+// parsePlaceholder resolves one "{{ path }}" to its field.
+func parsePlaceholder(raw string, group bool) (segment, error) {
+	name := strings.TrimSpace(raw[2 : len(raw)-2])
+	switch {
+	case name == "":
+		return segment{}, &TextError{Placeholder: raw, Reason: "is empty; name a field such as {{actor.name}}"}
+	case strings.ContainsAny(name, "{}"):
+		return segment{}, &TextError{Placeholder: abbreviate(raw), Reason: "has unbalanced braces"}
 	}
-	if key, ok := strings.CutPrefix(name, "data."); ok && key != "" {
-		return true
+	if f, ok := itemFields[name]; ok {
+		return segment{field: f}, nil
 	}
-	return group && (name == "count" || name == "actors")
-}
-
-func fieldList(group bool) string {
-	s := "actor.name, actor.id, object.title, object.url, object.type, object.id, data.KEY, occurred_at"
+	if key, ok := strings.CutPrefix(name, "data."); ok {
+		path := strings.Split(key, ".")
+		for _, p := range path {
+			if !validDataKey(p) {
+				return segment{}, &TextError{Placeholder: raw, Reason: "is not a valid data key; use data.KEY or data.KEY.SUBKEY with letters, digits, _ and -"}
+			}
+		}
+		return segment{field: fieldData, data: path}, nil
+	}
+	switch name {
+	case "count", "actors":
+		if !group {
+			return segment{}, &TextError{Placeholder: raw, Reason: "only works in group_text; item_text describes one item and can use " + itemFieldList}
+		}
+		if name == "count" {
+			return segment{field: fieldCount}, nil
+		}
+		return segment{field: fieldActors}, nil
+	}
+	list := itemFieldList
 	if group {
-		s = "count, actors, " + s
+		list = groupFieldList
 	}
-	return s
+	return segment{}, &TextError{Placeholder: raw, Reason: "is not a known field; use " + list}
 }
 
-// expand fills the form for count with field values.
-func (t *text) expand(count int, value func(string) string) string {
+func validDataKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// abbreviate keeps error messages short when the text is long.
+func abbreviate(s string) string {
+	if utf8.RuneCountInString(s) <= 40 {
+		return s
+	}
+	return string([]rune(s)[:40]) + "…"
+}
+
+// fields is what a text expands against: one item, and for group texts
+// the group's count and actors.
+type fields struct {
+	item   *Item
+	loc    *time.Location
+	count  int
+	actors string
+}
+
+// expand writes the form for f.count, with every value folded onto one
+// line so that no event can add line breaks to a heading or a subject.
+func (t *text) expand(f fields) string {
 	segs := t.many
-	if count == 1 {
+	if f.count == 1 {
 		segs = t.one
 	}
 	var b strings.Builder
 	for _, s := range segs {
-		if s.field != "" {
-			b.WriteString(value(s.field))
-		} else {
+		if s.field == fieldNone {
 			b.WriteString(s.lit)
+			continue
 		}
+		b.WriteString(f.value(s))
 	}
-	return strings.TrimSpace(b.String())
+	return oneLine(b.String())
 }
 
-// ValidateItemText checks an item_text when a type is saved, so a typo is
-// an error at once rather than a broken email later.
+func (f fields) value(s segment) string {
+	switch s.field {
+	case fieldCount:
+		return groupDigits(f.count)
+	case fieldActors:
+		return f.actors
+	}
+	if f.item == nil {
+		return ""
+	}
+	it := f.item
+	switch s.field {
+	case fieldActorName:
+		return it.Actor.Name
+	case fieldActorID:
+		return it.Actor.ID
+	case fieldObjectTitle:
+		return it.Object.Title
+	case fieldObjectURL:
+		return it.Object.URL
+	case fieldObjectType:
+		return it.Object.Type
+	case fieldObjectID:
+		return it.Object.ID
+	case fieldOccurredAt:
+		return formatWhen(it.OccurredAt, f.loc)
+	case fieldData:
+		return dataValue(it.Data, s.data)
+	}
+	return ""
+}
+
+// formatWhen is how every time of an event reads: short, in the
+// recipient's zone ("Nov 22, 10:00").
+func formatWhen(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format("Jan 2, 15:04")
+}
+
+// dataValue follows a key path into event data. Strings render as they
+// are, numbers and booleans as they print, lists of such values joined
+// with commas; maps and anything missing render empty, because a half
+// printed Go map in an email helps nobody.
+func dataValue(data map[string]any, path []string) string {
+	var v any = data
+	for _, p := range path {
+		switch m := v.(type) {
+		case map[string]any:
+			v = m[p]
+		case map[string]string:
+			v = m[p]
+		default:
+			return ""
+		}
+	}
+	if list, ok := v.([]any); ok {
+		parts := make([]string, 0, len(list))
+		for _, e := range list {
+			if s := scalar(e); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return scalar(v)
+}
+
+func scalar(v any) string {
+	switch x := v.(type) {
+	case nil, map[string]any, map[string]string, []any:
+		return ""
+	case string:
+		return x
+	case float64:
+		// JSON numbers arrive as float64; 1e+06 is not how people write
+		// a million.
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case fmt.Stringer:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// ValidateItemText checks an item_text when a type is saved, so a typo
+// such as {{actor.nam}} is an error for the person saving it rather than
+// an empty line in every email later. Group-only placeholders ({{count}},
+// {{actors}}) and "|" are refused, because an item is always one thing.
+// The error is a *TextError naming the placeholder.
 func ValidateItemText(s string) error {
 	_, err := parseText(s, false)
 	return err
 }
 
-// ValidateGroupText checks a group_text when a type is saved.
+// ValidateGroupText checks a group_text when a type is saved; it accepts
+// {{count}}, {{actors}}, the item fields (taken from the newest item) and
+// one "|" between the singular and the plural form.
 func ValidateGroupText(s string) error {
 	_, err := parseText(s, true)
 	return err
 }
 
-// DefaultItemText is used for a type saved without item_text.
+// DefaultItemText is given to a type saved without item_text: who did it
+// and to what is the most a generic line can say.
 func DefaultItemText() string { return "{{actor.name}}: {{object.title}}" }
 
-// DefaultGroupText is used for a type saved without group_text: the type's
-// name with the count ("1 new Comments" reads poorly, so the singular
-// names one update).
+// DefaultGroupText is given to a type saved without group_text. Type names
+// are usually plural nouns ("Comments", "Shared apps"), so the count
+// follows the name ("Comments: 15 new") instead of preceding it, which
+// would read "1 new Comments". Braces, "|" and control characters are
+// taken out of the name, so the result always passes ValidateGroupText.
 func DefaultGroupText(typeName string) string {
-	name := strings.NewReplacer("{", "", "}", "", "|", "/").Replace(typeName)
-	return "1 update: " + name + "|{{count}} updates: " + name
+	name := oneLine(strings.Map(func(r rune) rune {
+		if r == '{' || r == '}' || r == '|' {
+			return ' '
+		}
+		return r
+	}, typeName))
+	if name == "" {
+		return "1 new update|{{count}} new updates"
+	}
+	return name + ": 1 new|" + name + ": {{count}} new"
 }

@@ -1,11 +1,14 @@
 // Package smtptest runs a real SMTP server on loopback for tests, built on
 // go-smtp: it records what it receives and can be told to refuse the next
 // messages with a given answer (451 to make a sender retry, 550 to fail
-// it), or to hold a message until released.
+// it), or to hold a message until released. Tests talk to it over TCP
+// exactly as lull talks to a production relay, so what passes here passes
+// through go-mail's real SMTP conversation, not a fake of it.
 package smtptest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -24,60 +27,138 @@ type Received struct {
 	To     []string
 	Data   []byte
 	Header mail.Header
+	// TLS reports whether the message travelled over an encrypted
+	// connection (STARTTLS or implicit TLS), so a test can prove that a
+	// sender really upgraded instead of falling back to plain text.
+	TLS bool
+	// User is the name the client authenticated as, empty without AUTH.
+	User string
 }
 
-// Server is a running test SMTP server.
+// Option changes how the server listens.
+type Option func(*options)
+
+type options struct {
+	startTLS    bool
+	implicitTLS bool
+}
+
+// WithSTARTTLS makes the server offer STARTTLS with a self-signed
+// certificate for 127.0.0.1, so a client needs insecure_skip_verify.
+func WithSTARTTLS() Option { return func(o *options) { o.startTLS = true } }
+
+// WithImplicitTLS makes the server speak TLS from the first byte, as on
+// port 465 (smtps://), with a self-signed certificate for 127.0.0.1.
+func WithImplicitTLS() Option { return func(o *options) { o.implicitTLS = true } }
+
+// Server is a running test SMTP server. All its methods are safe to call
+// from several goroutines.
 type Server struct {
-	srv  *smtp.Server
-	addr string
+	srv    *smtp.Server
+	addr   string
+	scheme string
 
 	mu          sync.Mutex
 	msgs        []Received
 	failCode    int
 	failMsg     string
 	failTimes   int
+	rcptCode    int
+	rcptMsg     string
+	rcptTimes   int
 	connections int
+	open        map[*countingConn]struct{}
 	hold        chan struct{} // when set, DATA waits on it
 	dropHeld    bool          // held messages are refused when released
 	inFlight    int
+	received    int
 	user, pass  string // when set, MAIL needs AUTH PLAIN with these
 	arrived     chan struct{}
 }
 
 // Start listens on 127.0.0.1:0; the server stops when the test ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := Listen("127.0.0.1:0", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{addr: ln.Addr().String(), arrived: make(chan struct{}, 1000)}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Listen starts a server on addr outside a test (the benchmark's sink).
+// Only the last 1000 messages are kept, so a long run stays small.
+func Listen(addr string, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	raw, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{addr: raw.Addr().String(), scheme: "smtp", arrived: make(chan struct{}, 1000), open: map[*countingConn]struct{}{}}
+	// Connections are counted where they are accepted and closed, not per
+	// session: go-smtp starts a new session at every EHLO, and a STARTTLS
+	// client says EHLO twice on one connection.
+	var ln net.Listener = &countingListener{Listener: raw, s: s}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		s.mu.Lock()
-		s.connections++
-		s.mu.Unlock()
-		return &session{s: s}, nil
+		return &session{s: s, conn: c}, nil
 	}))
 	s.srv.Domain = "localhost"
 	s.srv.AllowInsecureAuth = true
 	s.srv.ReadTimeout = 30 * time.Second
 	s.srv.WriteTimeout = 30 * time.Second
+	if o.startTLS || o.implicitTLS {
+		cfg, err := selfSignedTLS()
+		if err != nil {
+			raw.Close()
+			return nil, err
+		}
+		if o.implicitTLS {
+			ln = tls.NewListener(ln, cfg)
+			s.scheme = "smtps"
+		} else {
+			s.srv.TLSConfig = cfg
+		}
+	}
 	go s.srv.Serve(ln)
-	t.Cleanup(func() { s.srv.Close() })
-	return s
+	return s, nil
 }
 
-// URL is the server's address as an LULL_SMTP_URL.
-func (s *Server) URL() string { return "smtp://" + s.addr }
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// Received counts every message accepted since the start.
+func (s *Server) Received() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received
+}
+
+// URL is the server's address as an LULL_SMTP_URL: smtp://127.0.0.1:PORT,
+// or smtps://... for a server started WithImplicitTLS.
+func (s *Server) URL() string { return s.scheme + "://" + s.addr }
 
 // Addr is host:port.
 func (s *Server) Addr() string { return s.addr }
 
-// FailNext makes the next times messages be refused at DATA with code and msg.
+// FailNext makes the next times messages be refused at the end of DATA
+// with code and msg, where a real server refuses content or a full
+// mailbox. msg may start with an enhanced code ("5.1.1 no such user").
 func (s *Server) FailNext(code int, msg string, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failCode, s.failMsg, s.failTimes = code, msg, times
+}
+
+// FailNextRcpt makes the next times RCPT TO commands be refused with code
+// and msg, where a real server refuses an unknown recipient.
+func (s *Server) FailNextRcpt(code int, msg string, times int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rcptCode, s.rcptMsg, s.rcptTimes = code, msg, times
 }
 
 // RequireAuth makes the server demand AUTH PLAIN with user and pass.
@@ -121,11 +202,35 @@ func (s *Server) InFlight() int {
 	return s.inFlight
 }
 
-// Connections counts the connections opened so far.
+// Connections counts the connections accepted so far, open or closed.
 func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.connections
+}
+
+// OpenConnections counts the connections open right now, so a test can
+// see that a client hung up (an idle pool emptied, a failed connection
+// dropped).
+func (s *Server) OpenConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+// DropConnections closes every open connection from the server's side
+// without a word, as a relay does when it restarts or times a client out,
+// so a test can check that a sender notices and reconnects.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	conns := make([]*countingConn, 0, len(s.open))
+	for c := range s.open {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // WaitFor waits until n messages arrived and returns them.
@@ -146,11 +251,46 @@ func (s *Server) WaitFor(t testing.TB, n int, timeout time.Duration) []Received 
 	}
 }
 
+// countingListener counts accepted and closed connections.
+type countingListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	cc := &countingConn{Conn: c, s: l.s}
+	l.s.mu.Lock()
+	l.s.connections++
+	l.s.open[cc] = struct{}{}
+	l.s.mu.Unlock()
+	return cc, nil
+}
+
+type countingConn struct {
+	net.Conn
+	s    *Server
+	once sync.Once
+}
+
+func (c *countingConn) Close() error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		delete(c.s.open, c)
+		c.s.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
 type session struct {
 	s      *Server
+	conn   *smtp.Conn
 	from   string
 	to     []string
-	authed bool
+	authed string
 }
 
 func (x *session) AuthMechanisms() []string { return []string{sasl.Plain} }
@@ -162,7 +302,7 @@ func (x *session) Auth(mech string) (sasl.Server, error) {
 		if user != x.s.user || pass != x.s.pass {
 			return smtp.ErrAuthFailed
 		}
-		x.authed = true
+		x.authed = user
 		return nil
 	}), nil
 }
@@ -174,14 +314,24 @@ func (x *session) Mail(from string, _ *smtp.MailOptions) error {
 	x.s.mu.Lock()
 	need := x.s.user != ""
 	x.s.mu.Unlock()
-	if need && !x.authed {
+	if need && x.authed == "" {
 		return smtp.ErrAuthRequired
 	}
 	x.from = from
 	return nil
 }
 
-func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error { x.to = append(x.to, to); return nil }
+func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rcptTimes > 0 {
+		s.rcptTimes--
+		return &smtp.SMTPError{Code: s.rcptCode, EnhancedCode: smtp.NoEnhancedCode, Message: s.rcptMsg}
+	}
+	x.to = append(x.to, to)
+	return nil
+}
 
 func (x *session) Data(r io.Reader) error {
 	data, err := io.ReadAll(r)
@@ -205,6 +355,7 @@ func (x *session) Data(r io.Reader) error {
 			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.NoEnhancedCode, Message: "connection lost"}
 		}
 	}
+	_, isTLS := x.conn.TLSConnectionState()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failTimes > 0 {
@@ -215,7 +366,11 @@ func (x *session) Data(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("smtptest: unparseable message: %w", err)
 	}
-	s.msgs = append(s.msgs, Received{From: x.from, To: x.to, Data: data, Header: msg.Header})
+	s.received++
+	if len(s.msgs) >= 1000 {
+		s.msgs = s.msgs[1:]
+	}
+	s.msgs = append(s.msgs, Received{From: x.from, To: x.to, Data: data, Header: msg.Header, TLS: isTLS, User: x.authed})
 	select {
 	case s.arrived <- struct{}{}:
 	default:

@@ -1,0 +1,142 @@
+package mailer
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	gomail "github.com/wneessen/go-mail"
+)
+
+// SendError is a failed send, classified. Temporary failures (4xx
+// answers, refused connections, timeouts, a dropped connection) are worth
+// retrying with the same Message-ID; permanent ones (5xx answers, a
+// message that cannot be built) are not, and the delivery is marked
+// failed. Answer keeps what the server said ("550 5.1.1 no such user"),
+// because that is what an operator needs to read on the failed batch.
+type SendError struct {
+	// Temporary says a later attempt may succeed.
+	Temporary bool
+	// Code is the SMTP reply code (451, 550, ...), 0 when the server gave
+	// none (a network error, say).
+	Code int
+	// Answer is the server's reply with its code, empty when there was
+	// none.
+	Answer string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error returns the server's answer when there is one, since that is the
+// most useful line to store and show; otherwise the underlying error.
+func (e *SendError) Error() string {
+	switch {
+	case e.Answer != "":
+		return e.Answer
+	case e.Err != nil:
+		return "smtp: " + e.Err.Error()
+	}
+	return "smtp: send failed"
+}
+
+// Unwrap returns the underlying error, so errors.Is finds context.Canceled
+// or a *net.OpError inside.
+func (e *SendError) Unwrap() error { return e.Err }
+
+// IsTemporary reports whether err is worth retrying. A *SendError says so
+// itself; any other non-nil error (a context deadline, a bug in a test
+// double) counts as temporary, because retrying a send that might have
+// worked costs at most a recognisable duplicate, while giving up on one
+// loses an email.
+func IsTemporary(err error) bool {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Temporary
+	}
+	return err != nil
+}
+
+// classifySend turns an error from go-mail's send on an open connection
+// into a SendError: 4xx and answerless failures (a broken pipe, a
+// timeout) are temporary, 5xx permanent.
+func classifySend(err error) *SendError {
+	var me *gomail.SendError
+	if !errors.As(err, &me) {
+		return &SendError{Temporary: true, Err: err}
+	}
+	code := me.ErrorCode()
+	se := &SendError{Code: code, Err: err}
+	if code != 0 {
+		se.Answer = serverAnswer(me, code)
+	}
+	switch {
+	case code >= 500:
+		se.Temporary = false
+	case code >= 400:
+		se.Temporary = true
+	case me.Reason == gomail.ErrGetSender, me.Reason == gomail.ErrGetRcpts, me.Reason == gomail.ErrNoUnencoded:
+		// The message itself is unusable; sending it again cannot help.
+		se.Temporary = false
+	default:
+		se.Temporary = true
+	}
+	return se
+}
+
+// classifyDial turns a failure to connect, say hello, start TLS or log in
+// into a SendError. These are always temporary, even a 5xx: the message
+// never reached a server that judged it, and a wrong password or a
+// certificate problem is fixed in the configuration, after which the same
+// email can go out. (The flush job still gives up after its last
+// attempt, so a misconfiguration ends in visibly failed deliveries.)
+func classifyDial(err error) *SendError {
+	se := &SendError{Temporary: true, Err: err}
+	if code, answer, ok := replyIn(err.Error()); ok {
+		se.Code, se.Answer = code, answer
+	}
+	return se
+}
+
+// serverAnswer digs the server's reply out of go-mail's error text, which
+// reads "<what go-mail was doing>: <reply>[, <reply>][, affected
+// recipient(s): ...][, affected message ID: ...]". go-mail keeps the
+// replies in an unexported field, so the text is all there is.
+func serverAnswer(me *gomail.SendError, code int) string {
+	text := me.Error()
+	text = strings.TrimPrefix(text, me.Reason.String()+": ")
+	for _, suffix := range []string{", affected message ID: ", ", affected recipient(s): "} {
+		if i := strings.LastIndex(text, suffix); i >= 0 {
+			text = text[:i]
+		}
+	}
+	if _, answer, ok := replyIn(text); ok {
+		return answer
+	}
+	return strconv.Itoa(code) + " " + strings.TrimSpace(text)
+}
+
+// replyIn finds the first SMTP reply in text: a three-digit code from 200
+// to 599 at the start of a word and followed by a space, a hyphen or the
+// end (so addresses and ports such as "127.0.0.1:465" do not match), and
+// the text after it. net/textproto prints a reply as 451 "4.3.0 try again
+// later", with the text quoted; the quotes are removed, so the answer
+// reads as the server sent it: 451 4.3.0 try again later.
+func replyIn(text string) (code int, answer string, ok bool) {
+	for i := 0; i+3 <= len(text); i++ {
+		if i > 0 && text[i-1] != ' ' {
+			continue
+		}
+		c, err := strconv.Atoi(text[i : i+3])
+		if err != nil || c < 200 || c > 599 || (i+3 < len(text) && text[i+3] != ' ' && text[i+3] != '-') {
+			continue
+		}
+		rest := strings.TrimSpace(text[i+3:])
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			if u, err := strconv.Unquote(q); err == nil {
+				rest = u
+			}
+		}
+		return c, strings.TrimSpace(text[i:i+3] + " " + rest), true
+	}
+	return 0, "", false
+}

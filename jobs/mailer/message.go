@@ -1,0 +1,197 @@
+package mailer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"mime"
+	"net/mail"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/lull-dev/lull/mailtemplates"
+)
+
+// ErrBadMessage is wrapped by Build's errors: the message cannot become a
+// valid email (an unparseable address, a malformed Message-ID), so no
+// number of retries will send it.
+var ErrBadMessage = errors.New("bad message")
+
+// Build turns m into a go-mail message: From, To with the recipient's
+// name, Subject (RFC 2047-encoded when not ASCII), Date, the batch's
+// Message-ID, multipart/alternative with the text part first and the HTML
+// part last (mail clients show the last part they understand), and the
+// RFC 8058 one-click unsubscribe headers.
+//
+// Subject and names come, in part, from events posted by the host app, so
+// every line break and control character in them is replaced by a space
+// before go-mail sees them: nothing taken from an event can start a
+// header of its own ("\r\nBcc: ..."). The Message-ID is used exactly as
+// given, wrapped in angle brackets once, because a retry must carry the
+// same one; a Message-ID that would need changing is refused instead.
+func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
+	msg := gomail.NewMsg()
+	from, err := mail.ParseAddress(oneLine(m.From))
+	if err != nil {
+		return nil, fmt.Errorf("%w: From %q: %v", ErrBadMessage, m.From, err)
+	}
+	msg.SetAddrHeaderFromMailAddress(gomail.HeaderFrom, from)
+	to, err := mail.ParseAddress(oneLine(m.To))
+	if err != nil {
+		return nil, fmt.Errorf("%w: To %q: %v", ErrBadMessage, m.To, err)
+	}
+	if name := oneLine(m.ToName); name != "" {
+		to.Name = name
+	}
+	msg.SetAddrHeaderFromMailAddress(gomail.HeaderTo, to)
+	msg.Subject(oneLine(m.Subject))
+	id, err := messageID(m.MessageID)
+	if err != nil {
+		return nil, err
+	}
+	msg.SetMessageIDWithValue(id)
+	date := m.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
+	msg.SetDateWithValue(date)
+	if m.UnsubscribeURL != "" {
+		u, err := unsubscribeURL(m.UnsubscribeURL)
+		if err != nil {
+			return nil, err
+		}
+		// SetListUnsubscribeOneClick insists on https, as RFC 8058 does; a
+		// local demo on http://localhost still gets the same two headers,
+		// which mail clients use to offer the link.
+		if err := msg.SetListUnsubscribeOneClick(u); err != nil {
+			msg.SetListUnsubscribe(u)
+			msg.SetListUnsubscribePost()
+		}
+	}
+	// go-mail would otherwise announce its own name and version.
+	msg.SetUserAgent("lull")
+	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	return msg, nil
+}
+
+// headerNames maps the names Headers reports to the names on the wire as
+// net/textproto spells them.
+var headerNames = map[string]string{
+	"From":                  "From",
+	"To":                    "To",
+	"Subject":               "Subject",
+	"Date":                  "Date",
+	"Message-ID":            "Message-Id",
+	"List-Unsubscribe":      "List-Unsubscribe",
+	"List-Unsubscribe-Post": "List-Unsubscribe-Post",
+	"MIME-Version":          "Mime-Version",
+	"Content-Type":          "Content-Type",
+}
+
+// Headers returns the main headers the email carries, for the outbox and
+// the preview to show what an SMTP server would get. They are read back
+// from the message Build writes, so they cannot drift from what is sent;
+// encoded words (a UTF-8 subject or name) are decoded for reading. When
+// m cannot be built, Headers shows its fields as given, so a preview can
+// still display a message that would be refused.
+func Headers(m *mailtemplates.Message) map[string]string {
+	msg, err := Build(m)
+	if err != nil {
+		return rawHeaders(m)
+	}
+	var buf bytes.Buffer
+	if _, err := msg.WriteTo(&buf); err != nil {
+		return rawHeaders(m)
+	}
+	parsed, err := mail.ReadMessage(&buf)
+	if err != nil {
+		return rawHeaders(m)
+	}
+	dec := mime.WordDecoder{}
+	h := make(map[string]string, len(headerNames))
+	for name, wire := range headerNames {
+		v := parsed.Header.Get(wire)
+		if v == "" {
+			continue
+		}
+		if d, err := dec.DecodeHeader(v); err == nil {
+			v = d
+		}
+		h[name] = v
+	}
+	return h
+}
+
+// rawHeaders is Headers for a message Build refuses.
+func rawHeaders(m *mailtemplates.Message) map[string]string {
+	h := map[string]string{
+		"From":         oneLine(m.From),
+		"To":           (&mail.Address{Name: oneLine(m.ToName), Address: oneLine(m.To)}).String(),
+		"Subject":      oneLine(m.Subject),
+		"Message-ID":   "<" + strings.TrimSuffix(strings.TrimPrefix(oneLine(m.MessageID), "<"), ">") + ">",
+		"Date":         m.Date.Format(time.RFC1123Z),
+		"MIME-Version": "1.0",
+		"Content-Type": "multipart/alternative",
+	}
+	if m.UnsubscribeURL != "" {
+		h["List-Unsubscribe"] = "<" + oneLine(m.UnsubscribeURL) + ">"
+		h["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+	}
+	return h
+}
+
+// oneLine replaces every run of line breaks and other control characters
+// (including Unicode's line and paragraph separators, which some clients
+// also break on) with one space, and trims the ends.
+func oneLine(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	gap := false
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			gap = true
+			continue
+		}
+		if gap {
+			b.WriteByte(' ')
+			gap = false
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// messageID checks id and returns it without angle brackets. It must look
+// like RFC 5322's id-left "@" id-right in printable ASCII, because it is
+// written as given and must survive unchanged for a retry to be
+// recognisable as the same email.
+func messageID(id string) (string, error) {
+	bare := strings.TrimSuffix(strings.TrimPrefix(id, "<"), ">")
+	left, right, ok := strings.Cut(bare, "@")
+	if !ok || left == "" || right == "" || strings.Contains(right, "@") {
+		return "", fmt.Errorf("%w: Message-ID %q is not local@domain", ErrBadMessage, id)
+	}
+	for _, r := range bare {
+		if r <= ' ' || r > '~' || r == '<' || r == '>' {
+			return "", fmt.Errorf("%w: Message-ID %q has a character not allowed there", ErrBadMessage, id)
+		}
+	}
+	return bare, nil
+}
+
+// unsubscribeURL checks that u is an absolute http or https URL. go-mail
+// writes the List-Unsubscribe header as given for a plain-http URL, so the
+// URL must be re-encoded by net/url, which refuses control characters.
+func unsubscribeURL(u string) (string, error) {
+	parsed, err := url.Parse(u)
+	if err != nil || (parsed.Scheme != "https" && parsed.Scheme != "http") || parsed.Host == "" {
+		// The URL carries a signed token, so it stays out of the error.
+		return "", fmt.Errorf("%w: the unsubscribe URL is not an absolute http(s) URL", ErrBadMessage)
+	}
+	return parsed.String(), nil
+}

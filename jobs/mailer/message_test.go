@@ -1,0 +1,146 @@
+package mailer_test
+
+import (
+	"errors"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mailtemplates"
+)
+
+func TestHeaders(t *testing.T) {
+	t.Parallel()
+
+	t.Run("WhatSMTPGets", func(t *testing.T) {
+		t.Parallel()
+		m := message("Fatima 🎉 shared «Q3 plan»")
+		m.ToName = "Zoë Stone"
+		h := mailer.Headers(m)
+		want := map[string]string{
+			"Subject":               "Fatima 🎉 shared «Q3 plan»",
+			"Message-ID":            "<batch-42@example.com>",
+			"List-Unsubscribe":      "<https://lull.example/unsubscribe?token=abc>",
+			"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+			"MIME-Version":          "1.0",
+			"Date":                  "Sun, 22 Nov 2026 10:00:00 +0000",
+		}
+		for k, v := range want {
+			if h[k] != v {
+				t.Errorf("%s = %q, want %q", k, h[k], v)
+			}
+		}
+		if from, err := mail.ParseAddress(h["From"]); err != nil || from.Address != "lull@example.com" {
+			t.Errorf("From = %q (%v)", h["From"], err)
+		}
+		if to, err := mail.ParseAddress(h["To"]); err != nil || to.Name != "Zoë Stone" || to.Address != "bob@example.com" {
+			t.Errorf("To = %q (%v)", h["To"], err)
+		}
+		if !strings.HasPrefix(h["Content-Type"], "multipart/alternative;") || !strings.Contains(h["Content-Type"], "boundary=") {
+			t.Errorf("Content-Type = %q", h["Content-Type"])
+		}
+		if len(h) != 9 {
+			t.Errorf("%d headers, want 9: %v", len(h), h)
+		}
+	})
+
+	t.Run("PlainHTTPUnsubscribe", func(t *testing.T) {
+		t.Parallel()
+		// A local demo runs on http://localhost; RFC 8058 wants https, but
+		// the headers still help a mail client find the link.
+		m := message("x")
+		m.UnsubscribeURL = "http://localhost:8080/unsubscribe?token=abc"
+		h := mailer.Headers(m)
+		if h["List-Unsubscribe"] != "<http://localhost:8080/unsubscribe?token=abc>" || h["List-Unsubscribe-Post"] != "List-Unsubscribe=One-Click" {
+			t.Fatalf("List-Unsubscribe = %q, List-Unsubscribe-Post = %q", h["List-Unsubscribe"], h["List-Unsubscribe-Post"])
+		}
+	})
+
+	t.Run("NoUnsubscribeURL", func(t *testing.T) {
+		t.Parallel()
+		m := message("x")
+		m.UnsubscribeURL = ""
+		h := mailer.Headers(m)
+		if _, ok := h["List-Unsubscribe"]; ok {
+			t.Fatalf("List-Unsubscribe = %q without a URL", h["List-Unsubscribe"])
+		}
+	})
+
+	t.Run("UnbuildableMessageStillShows", func(t *testing.T) {
+		t.Parallel()
+		m := message("Hello\r\nBcc: x@y")
+		m.From = "not an address"
+		h := mailer.Headers(m)
+		if h["From"] != "not an address" || h["Subject"] != "Hello Bcc: x@y" || h["Message-ID"] != "<batch-42@example.com>" {
+			t.Fatalf("headers = %v", h)
+		}
+	})
+}
+
+func TestBuild(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MessageIDWrappedOnce", func(t *testing.T) {
+		t.Parallel()
+		for _, id := range []string{"batch-42@example.com", "<batch-42@example.com>"} {
+			m := message("x")
+			m.MessageID = id
+			msg, err := mailer.Build(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := msg.GetMessageID(); got != "<batch-42@example.com>" {
+				t.Errorf("Message-ID from %q = %q, want <batch-42@example.com>", id, got)
+			}
+		}
+	})
+
+	t.Run("RefusesWhatItCannotSendFaithfully", func(t *testing.T) {
+		t.Parallel()
+		for name, change := range map[string]func(m *mailtemplates.Message){
+			"EmptyMessageID":      func(m *mailtemplates.Message) { m.MessageID = "" },
+			"MessageIDWithoutAt":  func(m *mailtemplates.Message) { m.MessageID = "batch-42" },
+			"MessageIDWithSpace":  func(m *mailtemplates.Message) { m.MessageID = "batch 42@example.com" },
+			"MessageIDWithCRLF":   func(m *mailtemplates.Message) { m.MessageID = "batch-42@example.com\r\nBcc: x@y" },
+			"MessageIDNotASCII":   func(m *mailtemplates.Message) { m.MessageID = "batch-42@exämple.com" },
+			"BadFrom":             func(m *mailtemplates.Message) { m.From = "lull at example" },
+			"BadTo":               func(m *mailtemplates.Message) { m.To = "" },
+			"RelativeUnsubscribe": func(m *mailtemplates.Message) { m.UnsubscribeURL = "/unsubscribe?token=abc" },
+			"MailtoUnsubscribe":   func(m *mailtemplates.Message) { m.UnsubscribeURL = "mailto:unsubscribe@example.com" },
+			"UnsubscribeWithCRLF": func(m *mailtemplates.Message) { m.UnsubscribeURL = "http://x.example/u\r\nBcc: x@y" },
+		} {
+			m := message("x")
+			change(m)
+			if _, err := mailer.Build(m); !errors.Is(err, mailer.ErrBadMessage) {
+				t.Errorf("%s: Build gave %v, want ErrBadMessage", name, err)
+			}
+		}
+	})
+
+	t.Run("FromWithDisplayName", func(t *testing.T) {
+		t.Parallel()
+		m := message("x")
+		m.From = "Acme Notifications <notify@acme.example>"
+		msg, err := mailer.Build(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := msg.GetFrom()
+		if len(from) != 1 || from[0].Name != "Acme Notifications" || from[0].Address != "notify@acme.example" {
+			t.Fatalf("From = %v", from)
+		}
+	})
+
+	t.Run("ZeroDateGetsNow", func(t *testing.T) {
+		t.Parallel()
+		m := message("x")
+		m.Date = time.Time{}
+		h := mailer.Headers(m)
+		d, err := mail.ParseDate(h["Date"])
+		if err != nil || time.Since(d) > time.Minute {
+			t.Fatalf("Date = %q (%v), want about now", h["Date"], err)
+		}
+	})
+}
