@@ -5,31 +5,32 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
 // Type is a registered notification type with its defaults and texts.
 type Type struct {
-	bun.BaseModel `bun:"table:notification_types"`
+	bun.BaseModel `bun:"table:notification_types" db:"-"`
 
-	Key          string    `bun:"key,pk"`
-	Name         string    `bun:"name"`
-	Description  string    `bun:"description"`
-	Category     string    `bun:"category"`
-	Required     bool      `bun:"required"`
-	DefaultMode  string    `bun:"default_mode"`
-	WindowMS     int64     `bun:"window_ms"`
-	MaxWaitMS    int64     `bun:"max_wait_ms"`
-	Lead         bool      `bun:"lead"`
-	MaxItems     int       `bun:"max_items"`
-	DisplayLimit int       `bun:"display_limit"`
-	ItemOrder    string    `bun:"item_order"`
-	ItemText     string    `bun:"item_text"`
-	GroupText    string    `bun:"group_text"`
-	BurstLimit   int       `bun:"burst_limit"`
-	SkipRead     bool      `bun:"skip_read"`
-	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()"`
-	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()"`
+	Key          string    `bun:"key,pk" db:"key"`
+	Name         string    `bun:"name" db:"name"`
+	Description  string    `bun:"description" db:"description"`
+	Category     string    `bun:"category" db:"category"`
+	Required     bool      `bun:"required" db:"required"`
+	DefaultMode  string    `bun:"default_mode" db:"default_mode"`
+	WindowMS     int64     `bun:"window_ms" db:"window_ms"`
+	MaxWaitMS    int64     `bun:"max_wait_ms" db:"max_wait_ms"`
+	Lead         bool      `bun:"lead" db:"lead"`
+	MaxItems     int       `bun:"max_items" db:"max_items"`
+	DisplayLimit int       `bun:"display_limit" db:"display_limit"`
+	ItemOrder    string    `bun:"item_order" db:"item_order"`
+	ItemText     string    `bun:"item_text" db:"item_text"`
+	GroupText    string    `bun:"group_text" db:"group_text"`
+	BurstLimit   int       `bun:"burst_limit" db:"burst_limit"`
+	SkipRead     bool      `bun:"skip_read" db:"skip_read"`
+	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()" db:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()" db:"updated_at"`
 }
 
 // Window and MaxWait are the type's durations.
@@ -43,6 +44,28 @@ func GetType(ctx context.Context, q bun.IDB, key string) (*Type, error) {
 		return nil, notFound(err, "type "+key)
 	}
 	return t, nil
+}
+
+// TypesByKey loads the types named by keys through q, which may be a
+// transaction: the flush worker reads them inside its own transaction, as
+// taking a second pool connection there could exhaust the pool.
+func TypesByKey(ctx context.Context, q Querier, keys []string) (map[string]*Type, error) {
+	rows, err := q.Query(ctx, `SELECT key, name, description, category, required, default_mode, window_ms,
+		max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read,
+		created_at, updated_at
+		FROM notification_types WHERE key = ANY($1)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("load types: %w", err)
+	}
+	ts, err := pgx.CollectRows(rows, pgx.RowToAddrOfStructByName[Type])
+	if err != nil {
+		return nil, fmt.Errorf("load types: %w", err)
+	}
+	out := make(map[string]*Type, len(ts))
+	for _, t := range ts {
+		out[t.Key] = t
+	}
+	return out, nil
 }
 
 // ListTypes returns every type, by category then name.

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,6 +325,48 @@ func TestConcurrentFlushesSendOnce(t *testing.T) {
 	wg.Wait()
 	if got := len(b.outbox(t)); got != 1 {
 		t.Fatalf("8 racing workers sent %d emails, want 1", got)
+	}
+}
+
+// A flush must hold one pool connection at a time: with more flushes
+// running than the pool has connections, a flush that takes a second
+// connection inside its transaction waits for ones that never come back.
+func TestFlushesOutnumberingPoolConnections(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	types := []string{"comment", "share", "mention"}
+	for _, k := range types {
+		b.saveType(t, db.Type{Key: k, DefaultMode: "daily"})
+	}
+	n := 3 * int(b.db.Pool.Config().MaxConns)
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("r%d", i)
+		b.recipient(t, id, "UTC")
+		ids = append(ids, id)
+	}
+	for _, k := range types {
+		b.post(t, k, "alice", ids...)
+	}
+	b.clock.Advance(48 * time.Hour)
+	due, err := db.DueBatches(context.Background(), b.db.Pool, b.clock.Now(), n)
+	if err != nil || len(due) != n {
+		t.Fatalf("%d due digests (%v), want %d", len(due), err, n)
+	}
+	// The deadline only turns a deadlock into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range due {
+		wg.Go(func() {
+			if err := b.work(ctx, id, 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(b.outbox(t)); got != n {
+		t.Fatalf("%d digests sent, want %d", got, n)
 	}
 }
 

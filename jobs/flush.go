@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -161,26 +162,29 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 // again: anything muted or unsubscribed since the batch opened is dropped,
 // and a reason is returned when nothing is left to send.
 func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtemplates.BatchContent, string, error) {
-	c := mailtemplates.BatchContent{Batch: b, Types: map[string]*db.Type{}}
+	c := mailtemplates.BatchContent{Batch: b}
 	items, err := db.BatchItems(ctx, tx, b.ID, false)
 	if err != nil {
 		return c, "", err
 	}
+	var keys []string
+	for _, it := range items {
+		if !slices.Contains(keys, it.TypeKey) {
+			keys = append(keys, it.TypeKey)
+		}
+	}
+	if c.Types, err = db.TypesByKey(ctx, tx, keys); err != nil {
+		return c, "", err
+	}
 	var rec *db.Recipient
 	reason := db.SkipRetracted
-	for _, it := range items {
-		typ, ok := c.Types[it.TypeKey]
+	policies := make(map[string]preferences.Policy, len(keys))
+	for _, key := range keys {
+		typ, ok := c.Types[key]
 		if !ok {
-			if typ, err = db.GetType(ctx, w.DB.Bun, it.TypeKey); err != nil {
-				return c, "", err
-			}
-			c.Types[it.TypeKey] = typ
+			return c, "", fmt.Errorf("type %s: %w", key, db.ErrNotFound)
 		}
-		if it.ReadAt != nil && typ.SkipRead {
-			reason = db.SkipRead
-			continue
-		}
-		s, err := db.LoadRecipientSettings(ctx, tx, []string{b.RecipientID}, it.TypeKey)
+		s, err := db.LoadRecipientSettings(ctx, tx, []string{b.RecipientID}, key)
 		if err != nil {
 			return c, "", err
 		}
@@ -189,15 +193,20 @@ func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtem
 			return c, db.SkipInactive, nil
 		}
 		rec = &rs.Recipient
-		p := preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
-		if p.Mode == preferences.Never {
+		policies[key] = preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
+	}
+	for _, it := range items {
+		switch {
+		case it.ReadAt != nil && c.Types[it.TypeKey].SkipRead:
+			reason = db.SkipRead
+		case policies[it.TypeKey].Mode == preferences.Never:
 			reason = db.SkipMuted
-			if rs.Unsubscribed {
+			if rec.Unsubscribed {
 				reason = db.SkipUnsubscribed
 			}
-			continue
+		default:
+			c.Items = append(c.Items, it)
 		}
-		c.Items = append(c.Items, it)
 	}
 	switch {
 	case rec != nil && !rec.Active:
