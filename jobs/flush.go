@@ -51,6 +51,10 @@ type FlushWorker struct {
 	AtMostOnce bool
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// RetryBase is the wait before the first retry after a temporary
+	// failure, doubled at every later one (15 s when zero). Tests shorten
+	// it to watch a whole outage and its backoff in seconds.
+	RetryBase time.Duration
 }
 
 func (w *FlushWorker) now() time.Time {
@@ -60,11 +64,15 @@ func (w *FlushWorker) now() time.Time {
 	return time.Now()
 }
 
-// NextRetry backs off exponentially from 15 s with ±20% jitter: eight
-// attempts span about half an hour, and many failed deliveries do not
-// retry in lockstep against a recovering mail server.
+// NextRetry backs off exponentially from RetryBase (15 s) with ±20%
+// jitter: eight attempts span about half an hour, and many failed
+// deliveries do not retry in lockstep against a recovering mail server.
 func (w *FlushWorker) NextRetry(job *river.Job[FlushArgs]) time.Time {
-	d := 15 * time.Second << min(job.Attempt-1, 10)
+	base := w.RetryBase
+	if base <= 0 {
+		base = 15 * time.Second
+	}
+	d := base << min(job.Attempt-1, 10)
 	jitter := 0.8 + 0.4*rand.Float64()
 	return time.Now().Add(time.Duration(float64(d) * jitter))
 }

@@ -4,6 +4,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -29,6 +30,10 @@ type Config struct {
 	Retention time.Duration
 	// FetchCooldown is River's pause between fetches; lower is faster.
 	FetchCooldown time.Duration
+	// FetchPollInterval is how often River looks for jobs that became
+	// due without a notification (a retry after its backoff, say); 1 s
+	// when zero.
+	FetchPollInterval time.Duration
 }
 
 // NewClient builds the River client with every worker and periodic job.
@@ -45,7 +50,7 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		FetchCooldown:        cfg.FetchCooldown,
-		FetchPollInterval:    time.Second,
+		FetchPollInterval:    cmp.Or(cfg.FetchPollInterval, time.Second),
 	}
 	// The sweep also reclaims stuck flushes, so it runs at least twice per
 	// RescueAfter.

@@ -1,9 +1,11 @@
 // Package smtptest runs a real SMTP server on loopback for tests, built on
 // go-smtp: it records what it receives and can be told to refuse the next
 // messages with a given answer (451 to make a sender retry, 550 to fail
-// it), or to hold a message until released. Tests talk to it over TCP
-// exactly as lull talks to a production relay, so what passes here passes
-// through go-mail's real SMTP conversation, not a fake of it.
+// it), to refuse one address for good, to hold a message until released,
+// to answer slowly, or to go down (connections refused) and come back on
+// the same port. Tests talk to it over TCP exactly as lull talks to a
+// production relay, so what passes here passes through go-mail's real SMTP
+// conversation, not a fake of it.
 package smtptest
 
 import (
@@ -13,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/mail"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +44,7 @@ type Option func(*options)
 type options struct {
 	startTLS    bool
 	implicitTLS bool
+	keepAll     bool
 }
 
 // WithSTARTTLS makes the server offer STARTTLS with a self-signed
@@ -51,12 +55,19 @@ func WithSTARTTLS() Option { return func(o *options) { o.startTLS = true } }
 // port 465 (smtps://), with a self-signed certificate for 127.0.0.1.
 func WithImplicitTLS() Option { return func(o *options) { o.implicitTLS = true } }
 
+// KeepAll makes the server keep every message it accepts instead of the
+// last 1000, for tests that reconcile more messages than that (every
+// batch delivered, none twice).
+func KeepAll() Option { return func(o *options) { o.keepAll = true } }
+
 // Server is a running test SMTP server. All its methods are safe to call
 // from several goroutines.
 type Server struct {
 	srv    *smtp.Server
 	addr   string
 	scheme string
+	tls    *tls.Config // for implicit TLS: wraps every listener
+	keep   int         // messages kept; 0 keeps all
 
 	mu          sync.Mutex
 	msgs        []Received
@@ -74,6 +85,9 @@ type Server struct {
 	received    int
 	user, pass  string // when set, MAIL needs AUTH PLAIN with these
 	arrived     chan struct{}
+	delay       time.Duration    // how long DATA waits before answering
+	refused     map[string]error // RCPT TO answers for given addresses
+	ln          net.Listener     // the current listener; nil while down
 }
 
 // Start listens on 127.0.0.1:0; the server stops when the test ends.
@@ -98,11 +112,11 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{addr: raw.Addr().String(), scheme: "smtp", arrived: make(chan struct{}, 1000), open: map[*countingConn]struct{}{}}
-	// Connections are counted where they are accepted and closed, not per
-	// session: go-smtp starts a new session at every EHLO, and a STARTTLS
-	// client says EHLO twice on one connection.
-	var ln net.Listener = &countingListener{Listener: raw, s: s}
+	s := &Server{addr: raw.Addr().String(), scheme: "smtp", arrived: make(chan struct{}, 1000), open: map[*countingConn]struct{}{},
+		keep: 1000, refused: map[string]error{}}
+	if o.keepAll {
+		s.keep = 0
+	}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &session{s: s, conn: c}, nil
 	}))
@@ -117,18 +131,92 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 		if o.implicitTLS {
-			ln = tls.NewListener(ln, cfg)
+			s.tls = cfg
 			s.scheme = "smtps"
 		} else {
 			s.srv.TLSConfig = cfg
 		}
 	}
-	go s.srv.Serve(ln)
+	s.serve(raw)
 	return s, nil
+}
+
+// serve accepts connections on raw. Connections are counted where they
+// are accepted and closed, not per session: go-smtp starts a new session
+// at every EHLO, and a STARTTLS client says EHLO twice on one connection.
+func (s *Server) serve(raw net.Listener) {
+	var ln net.Listener = &countingListener{Listener: raw, s: s}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
+	s.mu.Lock()
+	s.ln = raw
+	s.mu.Unlock()
+	go s.srv.Serve(ln)
 }
 
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
+
+// Down takes the server off the network as a relay that crashed or is
+// being restarted: the port stops listening, so new connections are
+// refused, and open ones are dropped without a word. Up brings it back.
+func (s *Server) Down() {
+	s.mu.Lock()
+	ln := s.ln
+	s.ln = nil
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	s.DropConnections()
+}
+
+// Up listens again on the address the server had, after Down. Everything
+// else (messages received, failures planned) is kept.
+func (s *Server) Up() error {
+	s.mu.Lock()
+	up := s.ln != nil
+	s.mu.Unlock()
+	if up {
+		return nil
+	}
+	raw, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("smtptest: listen again on %s: %w", s.addr, err)
+	}
+	s.serve(raw)
+	return nil
+}
+
+// SetDelay makes every message wait d after its data arrived before the
+// server answers, as a slow relay does, so that a test can catch sends in
+// flight: a sender killed during the wait never learns that its message
+// was accepted.
+func (s *Server) SetDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+// RefuseRcpt makes the server refuse RCPT TO addr with code and msg every
+// time, as for a mailbox that does not exist (550) or is over quota (452).
+func (s *Server) RefuseRcpt(addr string, code int, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refused[strings.ToLower(addr)] = &smtp.SMTPError{Code: code, EnhancedCode: smtp.NoEnhancedCode, Message: msg}
+}
+
+// MessageIDCounts counts the kept messages by Message-ID header, so a
+// test can see that every email arrived and none twice. Use KeepAll when
+// more than 1000 messages are expected.
+func (s *Server) MessageIDCounts() map[string]int {
+	counts := map[string]int{}
+	for _, m := range s.Messages() {
+		counts[m.Header.Get("Message-Id")]++
+	}
+	return counts
+}
 
 // Received counts every message accepted since the start.
 func (s *Server) Received() int {
@@ -325,6 +413,9 @@ func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err, ok := s.refused[strings.ToLower(to)]; ok {
+		return err
+	}
 	if s.rcptTimes > 0 {
 		s.rcptTimes--
 		return &smtp.SMTPError{Code: s.rcptCode, EnhancedCode: smtp.NoEnhancedCode, Message: s.rcptMsg}
@@ -340,8 +431,11 @@ func (x *session) Data(r io.Reader) error {
 	}
 	s := x.s
 	s.mu.Lock()
-	hold := s.hold
+	hold, delay := s.hold, s.delay
 	s.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
 	if hold != nil {
 		s.mu.Lock()
 		s.inFlight++
@@ -367,7 +461,7 @@ func (x *session) Data(r io.Reader) error {
 		return fmt.Errorf("smtptest: unparseable message: %w", err)
 	}
 	s.received++
-	if len(s.msgs) >= 1000 {
+	if s.keep > 0 && len(s.msgs) >= s.keep {
 		s.msgs = s.msgs[1:]
 	}
 	s.msgs = append(s.msgs, Received{From: x.from, To: x.to, Data: data, Header: msg.Header, TLS: isTLS, User: x.authed})
