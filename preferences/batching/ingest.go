@@ -1,8 +1,10 @@
 package batching
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/mail"
 	"sort"
@@ -25,7 +27,7 @@ type Event struct {
 	Key        string         `json:"key,omitempty"`
 	Actor      Actor          `json:"actor"`
 	Object     Object         `json:"object"`
-	Recipients []RecipientRef `json:"recipients"`
+	Recipients Recipients     `json:"recipients"`
 	BatchKey   string         `json:"batch_key,omitempty"`
 	Data       map[string]any `json:"data,omitempty"`
 	OccurredAt *time.Time     `json:"occurred_at,omitempty"`
@@ -55,19 +57,90 @@ type RecipientRef struct {
 	Inline   bool   `json:"-"`
 }
 
-// UnmarshalJSON accepts a string or an object.
+// UnmarshalJSON accepts a string or an object. Unknown fields in the
+// object are refused, like everywhere else in the API, so a misspelt
+// "emial" is an error instead of a recipient without an address.
 func (r *RecipientRef) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
+		*r = RecipientRef{}
 		return json.Unmarshal(b, &r.ID)
 	}
 	type plain RecipientRef
 	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
 		return err
 	}
 	*r = RecipientRef(p)
 	r.Inline = true
 	return nil
+}
+
+// MarshalJSON writes a bare id for a recipient that was given as one, so
+// an event encodes back to what the host application sent.
+func (r RecipientRef) MarshalJSON() ([]byte, error) {
+	if !r.Inline {
+		return json.Marshal(r.ID)
+	}
+	type plain RecipientRef
+	return json.Marshal(plain(r))
+}
+
+// Recipients is an event's recipient list. It decodes at most
+// MaxRecipients entries and refuses the body as soon as there are more, so
+// a request naming millions of recipients costs a scan of its bytes, not
+// millions of allocations before validation can say no.
+type Recipients []RecipientRef
+
+// UnmarshalJSON decodes the list one entry at a time. Its errors are
+// *ValidationError naming the entry ("recipients[3].email"), because the
+// JSON decoder would otherwise report every entry's problem as just
+// "recipients".
+func (rs *Recipients) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		*rs = nil
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return &ValidationError{Errors: []FieldError{{"recipients", "must be an array of recipient ids or objects"}}}
+	}
+	var list Recipients
+	for i := 0; dec.More(); i++ {
+		if i == MaxRecipients {
+			return &ValidationError{Errors: []FieldError{{"recipients", fmt.Sprintf(
+				"has more than %d recipients; at most %d are allowed per event: send the rest in further events", MaxRecipients, MaxRecipients)}}}
+		}
+		var r RecipientRef
+		if err := dec.Decode(&r); err != nil {
+			return recipientDecodeError(i, err)
+		}
+		list = append(list, r)
+	}
+	*rs = list
+	return nil
+}
+
+// recipientDecodeError names the entry a decoding error is about. Errors
+// that are not about one field (malformed JSON) are returned as they are.
+func recipientDecodeError(i int, err error) error {
+	field := fmt.Sprintf("recipients[%d]", i)
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		if typ.Field == "" {
+			return &ValidationError{Errors: []FieldError{{field, "must be a recipient id (a string) or an object, not " + typ.Value}}}
+		}
+		return &ValidationError{Errors: []FieldError{{field + "." + typ.Field, "must be a string, not " + typ.Value}}}
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return &ValidationError{Errors: []FieldError{{field + "." + strings.Trim(name, `"`), "is not a known field"}}}
+	}
+	return err
 }
 
 // IngestResult is the API's answer to an event; it is also what a replay
@@ -204,12 +277,9 @@ func (e *Engine) settleCloseTimes(ctx context.Context, tx pgx.Tx, typ *db.Type, 
 	for i := range joined {
 		b := &joined[i]
 		rs := settings[b.RecipientID]
-		at := preferences.CloseTime(
+		at := preferences.SettleClose(
 			preferences.Policy{Mode: preferences.Mode(b.Mode), Window: b.Window, MaxWait: b.MaxWait},
-			Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt)
-		if typ.MaxItems > 0 && b.Mode == string(preferences.Cooldown) && b.ItemCount >= typ.MaxItems {
-			at = now
-		}
+			Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, typ.MaxItems)
 		if !at.Equal(b.ClosesAt) {
 			ids, closes = append(ids, b.ID), append(closes, at)
 		}
@@ -234,7 +304,7 @@ type router struct {
 func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings map[string]db.RecipientSettings) error {
 	defaults := TypeDefaults(r.typ)
 	policies := make(map[string]preferences.Policy, len(ids))
-	var immediate, leading []string
+	var historic []string
 	for _, id := range ids {
 		s := settings[id]
 		p := preferences.Effective(defaults, Override(s.Pref), s.Unsubscribed)
@@ -248,17 +318,13 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 		case p.Mode == preferences.Never:
 			r.skip(id, db.SkipMuted)
 			continue
-		case p.Mode == preferences.Immediate:
-			immediate = append(immediate, id)
-		case p.Mode == preferences.Cooldown && p.Lead:
-			leading = append(leading, id)
+		}
+		if preferences.NeedsHistory(p, r.typ.BurstLimit) {
+			historic = append(historic, id)
 		}
 		policies[id] = p
 	}
-	if err := r.applyBurstGuard(ctx, tx, immediate, policies); err != nil {
-		return err
-	}
-	if err := r.applyLead(ctx, tx, leading, policies); err != nil {
+	if err := r.applyHistory(ctx, tx, historic, policies); err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -288,31 +354,11 @@ func (r *router) skip(id, reason string) {
 	r.skips = append(r.skips, db.Skip{RecipientID: id, TypeKey: r.typ.Key, Reason: reason})
 }
 
-// applyBurstGuard turns immediate into a short cooldown for recipients who
-// already got burst_limit emails of this type in the last minute, or who
-// have such a burst batch open.
-func (r *router) applyBurstGuard(ctx context.Context, tx pgx.Tx, ids []string, policies map[string]preferences.Policy) error {
-	if len(ids) == 0 || r.typ.BurstLimit <= 0 {
-		return nil
-	}
-	recent, err := db.RecentImmediate(ctx, tx, ids, r.typ.Key, r.now.Add(-time.Minute))
-	if err != nil {
-		return err
-	}
-	open, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey))
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if preferences.Bursting(recent[id], r.typ.BurstLimit) || open[id].HasOpen {
-			policies[id] = preferences.BurstPolicy
-		}
-	}
-	return nil
-}
-
-// applyLead sends the first notification of a quiet period at once.
-func (r *router) applyLead(ctx context.Context, tx pgx.Tx, ids []string, policies map[string]preferences.Policy) error {
+// applyHistory applies the rules that look at a recipient's recent past
+// (the burst guard and the leading item, preferences.Route) to the
+// recipients that need it, reading that past from their batches in two
+// set-based queries.
+func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, policies map[string]preferences.Policy) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -320,17 +366,49 @@ func (r *router) applyLead(ctx context.Context, tx pgx.Tx, ids []string, policie
 	if err != nil {
 		return err
 	}
+	var immediate []string
 	for _, id := range ids {
-		p := policies[id]
-		if preferences.LeadsNow(p, act[id].HasOpen, act[id].Last, r.now) {
-			policies[id] = preferences.Policy{Mode: preferences.Immediate}
+		if policies[id].Mode == preferences.Immediate {
+			immediate = append(immediate, id)
 		}
+	}
+	recent := map[string]int{}
+	if len(immediate) > 0 {
+		if recent, err = db.RecentImmediate(ctx, tx, immediate, r.typ.Key, r.now.Add(-time.Minute)); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		h := preferences.RouteHistory{RecentImmediate: recent[id], HasOpen: act[id].HasOpen, Last: act[id].Last}
+		policies[id] = preferences.Route(policies[id], r.typ.BurstLimit, h, r.now)
 	}
 	return nil
 }
 
 // validate checks an event before anything is stored and loads its type.
 func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
+	if err := ev.Check(e.now()); err != nil {
+		return nil, err
+	}
+	typ, err := db.GetType(ctx, e.DB.Bun, ev.Type)
+	if err != nil {
+		if isNotFound(err) {
+			v := &ValidationError{}
+			v.Add("type", fmt.Sprintf("unknown notification type %q: create it with PUT /api/v1/types/%s", ev.Type, ev.Type))
+			return nil, v
+		}
+		return nil, err
+	}
+	return typ, nil
+}
+
+// Check applies every rule that needs no stored data, and returns a
+// *ValidationError listing each failing field. It also normalises ev:
+// a recipient named twice is kept once (an object wins over a bare id,
+// since it carries the details), and a missing occurred_at becomes now.
+// It is separate from the type lookup so it can be fuzzed without a
+// database.
+func (ev *Event) Check(now time.Time) error {
 	v := &ValidationError{}
 	if ev.Type == "" {
 		v.Add("type", "is required")
@@ -345,7 +423,7 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 	case n == 0:
 		v.Add("recipients", "needs at least one recipient")
 	case n > MaxRecipients:
-		v.Add("recipients", fmt.Sprintf("has %d recipients; at most %d per event", n, MaxRecipients))
+		v.Add("recipients", fmt.Sprintf("has %d recipients; at most %d are allowed per event: send the rest in further events", n, MaxRecipients))
 	}
 	seen := make(map[string]int, len(ev.Recipients))
 	dedup := ev.Recipients[:0]
@@ -362,21 +440,10 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 	}
 	ev.Recipients = dedup
 	if ev.OccurredAt == nil {
-		t := e.now()
+		t := now
 		ev.OccurredAt = &t
 	}
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	typ, err := db.GetType(ctx, e.DB.Bun, ev.Type)
-	if err != nil {
-		if isNotFound(err) {
-			v.Add("type", fmt.Sprintf("unknown notification type %q: create it with PUT /api/v1/types/%s", ev.Type, ev.Type))
-			return nil, v
-		}
-		return nil, err
-	}
-	return typ, nil
+	return v.Err()
 }
 
 func validateRecipientRef(v *ValidationError, field string, r RecipientRef) {
@@ -401,8 +468,15 @@ func validateRecipientRef(v *ValidationError, field string, r RecipientRef) {
 	}
 }
 
+// maxEmailLen is the longest address SMTP can carry (RFC 5321's path
+// limit less the angle brackets).
+const maxEmailLen = 254
+
 // CheckEmail returns why s is not a plain email address, or "".
 func CheckEmail(s string) string {
+	if len(s) > maxEmailLen {
+		return fmt.Sprintf("is longer than %d characters", maxEmailLen)
+	}
 	a, err := mail.ParseAddress(s)
 	if err != nil || a.Address != s || strings.ContainsAny(s, "\r\n") {
 		return fmt.Sprintf("%q is not an email address", s)
