@@ -127,18 +127,41 @@ func MarkSeen(ctx context.Context, q Querier, recipientID string, ids []int64, n
 }
 
 // NotifyFeed tells listening lull processes that recipients' feeds
-// changed. NOTIFY is transactional: listeners hear it when the caller's
-// transaction commits. A large fan-out sends one "*" instead of one
-// notification per recipient.
+// changed, for the recipients some process has a stream open for (see
+// WatchFeed). NOTIFY is transactional: listeners hear it when the
+// caller's transaction commits. A large fan-out sends one "*" instead of
+// one notification per recipient.
 func NotifyFeed(ctx context.Context, q Querier, recipientIDs []string) error {
-	var err error
-	if len(recipientIDs) > 1000 {
-		_, err = q.Exec(ctx, `SELECT pg_notify('lull_feed', '*')`)
-	} else if len(recipientIDs) > 0 {
-		_, err = q.Exec(ctx, `SELECT pg_notify('lull_feed', r) FROM unnest($1::text[]) AS r`, recipientIDs)
+	if len(recipientIDs) == 0 {
+		return nil
 	}
+	_, err := q.Exec(ctx, `
+		WITH w AS (SELECT DISTINCT recipient_id FROM feed_watchers
+		           WHERE recipient_id = ANY($1) AND expires_at > now())
+		SELECT pg_notify('lull_feed', recipient_id) FROM w WHERE (SELECT count(*) FROM w) <= 1000
+		UNION ALL
+		SELECT pg_notify('lull_feed', '*') WHERE (SELECT count(*) FROM w) > 1000`, recipientIDs)
 	if err != nil {
 		return fmt.Errorf("notify feed: %w", err)
 	}
 	return nil
+}
+
+// WatchFeed records that hub has streams open for recipientIDs until
+// expires, so that changes to their feeds are announced; the hub renews
+// it while the streams stay open.
+func WatchFeed(ctx context.Context, q Querier, hub string, recipientIDs []string, expires time.Time) error {
+	_, err := q.Exec(ctx, `
+		INSERT INTO feed_watchers (recipient_id, hub, expires_at) SELECT unnest($1::text[]), $2, $3
+		ON CONFLICT (recipient_id, hub) DO UPDATE SET expires_at = EXCLUDED.expires_at`, recipientIDs, hub, expires)
+	if err != nil {
+		return fmt.Errorf("watch feed: %w", err)
+	}
+	return nil
+}
+
+// UnwatchFeed removes hub's watch on a recipient's feed.
+func UnwatchFeed(ctx context.Context, q Querier, hub, recipientID string) error {
+	_, err := q.Exec(ctx, `DELETE FROM feed_watchers WHERE recipient_id = $1 AND hub = $2`, recipientID, hub)
+	return err
 }

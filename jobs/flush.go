@@ -268,7 +268,7 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 	sendErr := w.Sender.Send(ctx, plan.msg)
 	now := w.now()
 	final := sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
-	err := w.DB.InTx(context.WithoutCancel(ctx), func(tx pgx.Tx) error {
+	err := w.DB.Pipeline(context.WithoutCancel(ctx), func(tx db.Querier) error {
 		switch {
 		case sendErr == nil:
 			if err := db.RecordAttempt(ctx, tx, plan.delivery.ID, true, "ok", db.StateSent, now); err != nil {

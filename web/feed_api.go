@@ -216,7 +216,11 @@ func (s *Server) feedStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, newProblem(http.StatusNotImplemented, "no-stream", "Streaming unavailable", "this server runs without a feed listener"))
 		return
 	}
-	wake, stop := s.Feed.Subscribe(rid)
+	wake, stop, err := s.Feed.Subscribe(ctx, rid)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
 	defer stop()
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout

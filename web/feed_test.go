@@ -153,4 +153,15 @@ func TestFeedStreamSendsCountChanges(t *testing.T) {
 	if got := next(); !strings.Contains(got, `"unread":1`) {
 		t.Fatalf("after an event: %s, want unread 1", got)
 	}
+	// A closed stream stops the watch, so ingest stops notifying.
+	cancel()
+	watchers := func() (n int) {
+		a.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM feed_watchers").Scan(&n)
+		return n
+	}
+	for deadline := time.Now().Add(10 * time.Second); watchers() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch outlived its stream")
+		}
+	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,19 +13,31 @@ import (
 // FeedHub tells open feed streams that a recipient's feed changed. One
 // connection per lull process LISTENs on PostgreSQL's "lull_feed" channel,
 // whichever process made the change, so there is no polling loop per
-// client.
+// client. The hub lists the recipients it has streams for in the
+// feed_watchers table, renewed every watchRenew, so that changes to
+// anyone else's feed cost no NOTIFY at all.
 type FeedHub struct {
 	DB     *db.DB
 	Logger *slog.Logger
 
 	mu   sync.Mutex
+	id   string
 	subs map[string]map[chan struct{}]struct{}
 }
 
+const (
+	watchRenew = time.Minute
+	watchTTL   = 3 * watchRenew
+)
+
 // Subscribe returns a channel that receives a signal whenever the feed of
-// recipientID may have changed, and a function to stop.
-func (h *FeedHub) Subscribe(recipientID string) (<-chan struct{}, func()) {
+// recipientID may have changed, and a function to stop. It fails only
+// when the watch cannot be recorded.
+func (h *FeedHub) Subscribe(ctx context.Context, recipientID string) (<-chan struct{}, func(), error) {
 	ch := make(chan struct{}, 1)
+	if err := db.WatchFeed(ctx, h.DB.Pool, h.hubID(), []string{recipientID}, time.Now().Add(watchTTL)); err != nil {
+		return nil, nil, err
+	}
 	h.mu.Lock()
 	if h.subs == nil {
 		h.subs = map[string]map[chan struct{}]struct{}{}
@@ -37,10 +50,42 @@ func (h *FeedHub) Subscribe(recipientID string) (<-chan struct{}, func()) {
 	return ch, func() {
 		h.mu.Lock()
 		delete(h.subs[recipientID], ch)
-		if len(h.subs[recipientID]) == 0 {
+		last := len(h.subs[recipientID]) == 0
+		if last {
 			delete(h.subs, recipientID)
 		}
 		h.mu.Unlock()
+		if last {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			db.UnwatchFeed(ctx, h.DB.Pool, h.hubID(), recipientID)
+		}
+	}, nil
+}
+
+// hubID names this process's hub in feed_watchers.
+func (h *FeedHub) hubID() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.id == "" {
+		h.id = rand.Text()
+	}
+	return h.id
+}
+
+// renew extends the watches of every recipient with an open stream.
+func (h *FeedHub) renew(ctx context.Context) {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.subs))
+	for id := range h.subs {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := db.WatchFeed(ctx, h.DB.Pool, h.hubID(), ids, time.Now().Add(watchTTL)); err != nil {
+		h.Logger.Warn("renewing feed watches", "err", err)
 	}
 }
 
@@ -65,6 +110,18 @@ func (h *FeedHub) signal(recipientID string) {
 // a reconnect every subscriber is woken, since notifications sent in
 // between were missed.
 func (h *FeedHub) Run(ctx context.Context) {
+	go func() {
+		t := time.NewTicker(watchRenew)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				h.renew(ctx)
+			}
+		}
+	}()
 	for ctx.Err() == nil {
 		err := h.listen(ctx)
 		if ctx.Err() != nil {

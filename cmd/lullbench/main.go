@@ -38,14 +38,15 @@ type bench struct {
 func main() {
 	quick := flag.Bool("quick", false, "short runs (about two minutes in all)")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
+	only := flag.String("only", "", "run just this scenario (ingest, fan-out, flush wave, growth) and print it")
 	flag.Parse()
-	if err := run(context.Background(), *quick, *out); err != nil {
+	if err := run(context.Background(), *quick, *only, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lullbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, quick bool, out string) error {
+func run(ctx context.Context, quick bool, only, out string) error {
 	cwd, _ := os.Getwd()
 	// A durable cluster (fsync on), so the figures and the pgbench
 	// reference are what a real server gives.
@@ -79,10 +80,16 @@ func run(ctx context.Context, quick bool, out string) error {
 		{"flush wave", b.flushWave},
 		{"growth", b.growth},
 	} {
+		if only != "" && only != sc.name {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "== %s\n", sc.name)
 		if err := sc.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
+	}
+	if only != "" {
+		return nil
 	}
 	b.report.memory(b.lull.peakRSS())
 	b.report.micro(microBenchmarks())
