@@ -72,6 +72,14 @@ func (d *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, d.Pool, fn)
 }
 
+// InTxAsyncCommit is InTx for a transaction whose loss in a crash is
+// harmless because later work redoes it: its COMMIT does not wait for the
+// disk. Any later synchronous commit on the server makes it durable too,
+// as the write-ahead log is flushed in order.
+func (d *DB) InTxAsyncCommit(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, d.Pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}, fn)
+}
+
 // notFound turns "no rows" into ErrNotFound and wraps other errors.
 func notFound(err error, what string) error {
 	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lull-dev/lull/db"
 
 	"github.com/lull-dev/lull/db/dbtest"
@@ -52,5 +54,48 @@ func TestMaintainPartitionsDropsOldDays(t *testing.T) {
 	d.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'notifications'::regclass").Scan(&n)
 	if n < 9 {
 		t.Fatalf("%d partitions left, want today's and the coming week's kept", n)
+	}
+}
+
+func TestInTxAsyncCommitOnlyAffectsItsTransaction(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	show := func(q db.Querier) (v string) {
+		if err := q.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	d.Pool.Exec(ctx, "ALTER DATABASE "+d.Pool.Config().ConnConfig.Database+" SET synchronous_commit = on")
+	d.Pool.Reset() // new connections take the database's setting
+	d.InTxAsyncCommit(ctx, func(tx pgx.Tx) error {
+		if v := show(tx); v != "off" {
+			t.Errorf("inside: synchronous_commit = %s, want off", v)
+		}
+		return nil
+	})
+	if v := show(d.Pool); v != "on" {
+		t.Errorf("after: synchronous_commit = %s, want on", v)
+	}
+}
+
+func TestPipelineIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	d.Pool.Exec(ctx, "CREATE TABLE p (n int PRIMARY KEY)")
+	err := d.Pipeline(ctx, func(q db.Querier) error {
+		q.Exec(ctx, "INSERT INTO p VALUES (1)")
+		q.Exec(ctx, "INSERT INTO p VALUES (1)") // duplicate key
+		return nil
+	})
+	if err == nil {
+		t.Fatal("a failing statement went unreported")
+	}
+	var n int
+	d.Pool.QueryRow(ctx, "SELECT count(*) FROM p").Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d rows kept from a failed pipeline, want 0", n)
 	}
 }

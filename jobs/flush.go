@@ -88,7 +88,15 @@ type sendPlan struct {
 func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error {
 	var plan *sendPlan
 	var snooze time.Duration
-	err := w.DB.InTx(ctx, func(tx pgx.Tx) (err error) {
+	// In at-least-once mode losing this step in a crash only means the
+	// batch is flushed again, so its commit need not wait for the disk;
+	// the outcome recorded after sending is durable. In at-most-once mode
+	// this step marks the email sent and must be durable before SMTP.
+	inTx := w.DB.InTxAsyncCommit
+	if w.AtMostOnce {
+		inTx = w.DB.InTx
+	}
+	err := inTx(ctx, func(tx pgx.Tx) (err error) {
 		plan, snooze, err = w.prepare(ctx, tx, job)
 		return err
 	})
