@@ -120,7 +120,7 @@ func findPgbench() string {
 
 // microBenchmarks runs the Go micro-benchmarks of the rules and rendering.
 func microBenchmarks() string {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "./preferences/", "./mailtemplates/")
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "./preferences/...", "./mailtemplates/...")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "micro-benchmarks failed: " + err.Error() + "\n" + string(out)
