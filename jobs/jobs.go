@@ -42,6 +42,7 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 	workers := river.NewWorkers()
 	river.AddWorker(workers, flush)
 	river.AddWorker(workers, &SweepWorker{DB: d, RescueAfter: cfg.RescueAfter, Now: flush.Now})
+	river.AddWorker(workers, &PromoteWorker{DB: d})
 	river.AddWorker(workers, &RetentionWorker{DB: d, Retention: cfg.Retention, Logger: logger})
 
 	rc := &river.Config{
@@ -61,6 +62,9 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 			river.NewPeriodicJob(river.PeriodicInterval(sweep), func() (river.JobArgs, *river.InsertOpts) {
 				return SweepArgs{}, nil
 			}, &river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(promoteEvery), func() (river.JobArgs, *river.InsertOpts) {
+				return PromoteArgs{}, nil
+			}, nil),
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
 				return RetentionArgs{}, nil
 			}, &river.PeriodicJobOpts{RunOnStart: true}),
