@@ -375,14 +375,15 @@ func DefaultItemText() string { return "{{actor.name}}: {{object.title}}" }
 // are usually plural nouns ("Comments", "Shared apps"), so the count
 // follows the name ("Comments: 15 new") instead of preceding it, which
 // would read "1 new Comments". Braces, "|" and control characters are
-// taken out of the name, so the result always passes ValidateGroupText.
+// taken out of the name, and a long name is cut (to maxHeading, the most
+// a heading shows anyway), so the result always passes ValidateGroupText.
 func DefaultGroupText(typeName string) string {
-	name := oneLine(strings.Map(func(r rune) rune {
+	name := clip(oneLine(strings.Map(func(r rune) rune {
 		if r == '{' || r == '}' || r == '|' {
 			return ' '
 		}
 		return r
-	}, typeName))
+	}, typeName)), maxHeading)
 	if name == "" {
 		return "1 new update|{{count}} new updates"
 	}

@@ -75,7 +75,17 @@ func ParseWindow(s string) (time.Duration, error) {
 	if d < time.Second {
 		return 0, fmt.Errorf("%q is too short: a window is at least 1s", s)
 	}
+	if d%time.Millisecond != 0 {
+		return 0, errFinerThanMillisecond(s)
+	}
 	return d, nil
+}
+
+// errFinerThanMillisecond refuses a duration such as "1.0000001s":
+// durations are stored in milliseconds, and one accepted here but cut when
+// stored would read back as something else than was saved.
+func errFinerThanMillisecond(s string) error {
+	return fmt.Errorf("%q is more precise than a millisecond: round it, such as 1.5s", s)
 }
 
 // ParseMaxWait reads a cooldown's cap on waiting as a Go duration. Zero
@@ -95,6 +105,9 @@ func ParseMaxWait(s string) (time.Duration, error) {
 	}
 	if d < 0 || (d > 0 && d < time.Second) {
 		return 0, fmt.Errorf("%q is not allowed: a maximum wait is 0 (no limit) or at least 1s", s)
+	}
+	if d%time.Millisecond != 0 {
+		return 0, errFinerThanMillisecond(s)
 	}
 	return d, nil
 }

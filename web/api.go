@@ -10,14 +10,21 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
-// MaxBodyBytes limits API request bodies; a 100,000-recipient fan-out of
-// bare ids fits well within it.
+// MaxBodyBytes limits API request bodies other than events.
 const MaxBodyBytes = 4 << 20
+
+// MaxEventBodyBytes limits a POST /api/v1/events body. It is larger than
+// MaxBodyBytes so that an event with the most recipients allowed
+// (batching.MaxRecipients, 100,000) fits even when every recipient is
+// given as an object with an email, a name and a time zone (about 130
+// bytes each, 13 MB in all).
+const MaxEventBodyBytes = 32 << 20
 
 type ctxKey int
 
@@ -66,21 +73,34 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// decodeJSON reads a JSON body into v. Unknown fields are refused, so a
-// misspelt field ("recipient" for "recipients") is an error rather than
-// silently ignored. Errors come back as problems naming the field.
+// decodeJSON reads a JSON body of at most MaxBodyBytes into v. Unknown
+// fields are refused, so a misspelt field ("recipient" for "recipients")
+// is an error rather than silently ignored. Errors come back as problems
+// naming the field.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return decodeJSONLimit(w, r, v, MaxBodyBytes, errTooLarge)
+}
+
+// decodeJSONLimit is decodeJSON with a body limit of its own, and the
+// problem to answer when a body is over it. A body that is not UTF-8 is
+// refused rather than decoded with replacement characters, so what is
+// stored is what the client sent.
+func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64, tooLarge *Problem) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return errTooLarge
+			return tooLarge
 		}
 		return newProblem(http.StatusBadRequest, "bad-body", "Unreadable body", err.Error())
 	}
+	if !utf8.Valid(body) {
+		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON",
+			fmt.Sprintf("the body is not valid UTF-8 (at byte %d)", invalidUTF8At(body)))
+	}
 	// PostgreSQL text cannot hold NUL characters; refuse them up front
 	// rather than fail deep in a transaction.
-	if bytes.Contains(body, []byte(`\u0000`)) {
+	if hasEscapedNUL(body) {
 		return Invalid(FieldError{Field: "body", Message: "NUL characters (\\u0000) are not allowed"})
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -94,10 +114,49 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// hasEscapedNUL reports whether body holds the JSON escape \u0000. A raw
+// NUL byte needs no check: JSON refuses control characters in strings. An
+// escaped backslash followed by "u0000" is text, not a NUL, so the
+// backslashes before the match are counted.
+func hasEscapedNUL(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`\u0000`))
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		n := 0
+		for k := at - 1; k >= 0 && body[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		i = at + 1
+	}
+}
+
+// invalidUTF8At is the offset of the first byte that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
 func jsonProblem(err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var invalid *batching.ValidationError
 	switch {
+	case errors.As(err, &invalid):
+		// A type that checks itself while decoding (an event's recipient
+		// list) says which field is wrong.
+		return validationProblem(invalid)
 	case errors.As(err, &syntax):
 		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):

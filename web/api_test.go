@@ -217,8 +217,8 @@ func TestAPIValidationNamesTheField(t *testing.T) {
 func TestAPIBodyLimit(t *testing.T) {
 	t.Parallel()
 	a := setupAPI(t)
-	body := `{"type":"comment","data":{"x":"` + strings.Repeat("a", 5<<20) + `"}}`
-	got, _ := a.call(t, "POST", "/api/v1/events", body)
+	body := `{"description":"` + strings.Repeat("a", 5<<20) + `"}`
+	got, _ := a.call(t, "PUT", "/api/v1/types/comment", body)
 	if got != http.StatusRequestEntityTooLarge {
 		t.Fatalf("5 MiB body = %d, want 413", got)
 	}

@@ -10,7 +10,7 @@ import (
 // createEvent ingests one event: 202 with where each notification went.
 func (s *Server) createEvent(w http.ResponseWriter, r *http.Request) {
 	var ev batching.Event
-	if err := decodeJSON(w, r, &ev); err != nil {
+	if err := decodeJSONLimit(w, r, &ev, MaxEventBodyBytes, errEventTooLarge); err != nil {
 		s.problem(w, r, err)
 		return
 	}

@@ -3,9 +3,11 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences/batching"
 )
 
 // Problem is an RFC 9457 problem detail. Validation problems list each
@@ -46,6 +48,11 @@ var (
 	errUnauthorized = newProblem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "Send a valid API key as 'Authorization: Bearer <key>'.")
 	errNotFound     = newProblem(http.StatusNotFound, "not-found", "Not found", "")
 	errTooLarge     = newProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large", "Request bodies are limited to 4 MiB.")
+	// errEventTooLarge names the recipient limit too, since a long
+	// recipient list is what makes an event body big.
+	errEventTooLarge = newProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
+		fmt.Sprintf("Event bodies are limited to %d MiB, and recipients to %d per event: send the rest in further events.",
+			MaxEventBodyBytes>>20, batching.MaxRecipients))
 )
 
 // problem writes err as problem+json. This is the one place that maps
