@@ -34,14 +34,29 @@ func scanDelivery(row interface{ Scan(...any) error }) (*Delivery, error) {
 	return d, err
 }
 
-// EnsureDelivery returns the batch's delivery record, creating it pending.
-func EnsureDelivery(ctx context.Context, q Querier, batchID int64, messageID, to string) (*Delivery, error) {
+// StartDelivery records, in one statement, that a batch's email is about
+// to be handed to SMTP: the batch becomes "flushing" and owned by jobID,
+// and its delivery (created on the first attempt) counts one more attempt
+// in state "sending". With sentEarly (at-most-once) both are marked sent
+// instead, before SMTP is asked.
+func StartDelivery(ctx context.Context, q Querier, batchID, jobID int64, messageID, to, subject string, sentEarly bool, now time.Time) (*Delivery, error) {
+	batchState, state := StateFlushing, "sending"
+	if sentEarly {
+		batchState, state = StateSent, StateSent
+	}
 	d, err := scanDelivery(q.QueryRow(ctx, `
-		INSERT INTO deliveries (batch_id, message_id, to_address) VALUES ($1, $2, $3)
-		ON CONFLICT (batch_id) DO UPDATE SET to_address = EXCLUDED.to_address
-		RETURNING `+deliveryColumns, batchID, messageID, to))
+		WITH b AS (
+			UPDATE batches SET state = $7, flushing_at = $6, flush_job_id = $8,
+			    processed_at = CASE WHEN $7 = 'sent' THEN $6 ELSE processed_at END
+			WHERE id = $1)
+		INSERT INTO deliveries AS d (batch_id, message_id, to_address, subject, state, attempts, sending_at, sent_at)
+		VALUES ($1, $2, $3, $4, $5, 1, $6, CASE WHEN $5 = 'sent' THEN $6::timestamptz END)
+		ON CONFLICT (batch_id) DO UPDATE SET to_address = EXCLUDED.to_address, subject = EXCLUDED.subject,
+		    state = EXCLUDED.state, attempts = d.attempts + 1, sending_at = EXCLUDED.sending_at,
+		    sent_at = coalesce(EXCLUDED.sent_at, d.sent_at)
+		RETURNING `+deliveryColumns, batchID, messageID, to, subject, state, now, batchState, jobID))
 	if err != nil {
-		return nil, fmt.Errorf("delivery for batch %d: %w", batchID, err)
+		return nil, fmt.Errorf("start delivery of batch %d: %w", batchID, err)
 	}
 	return d, nil
 }
@@ -53,23 +68,6 @@ func GetDeliveryByBatch(ctx context.Context, q Querier, batchID int64) (*Deliver
 		return nil, notFound(err, fmt.Sprintf("delivery of batch %d", batchID))
 	}
 	return d, nil
-}
-
-// MarkSending records that an attempt starts now; with sentEarly (at-most-
-// once) the delivery and its batch are marked sent before SMTP is asked.
-func MarkSending(ctx context.Context, q Querier, id int64, subject string, sentEarly bool, now time.Time) error {
-	state := "sending"
-	if sentEarly {
-		state = "sent"
-	}
-	_, err := q.Exec(ctx, `
-		UPDATE deliveries SET state = $2, subject = $3, attempts = attempts + 1, sending_at = $4,
-		    sent_at = CASE WHEN $2 = 'sent' THEN $4 ELSE sent_at END
-		WHERE id = $1`, id, state, subject, now)
-	if err != nil {
-		return fmt.Errorf("delivery %d sending: %w", id, err)
-	}
-	return nil
 }
 
 // RecordAttempt logs one SMTP attempt with the server's answer and, for a

@@ -152,24 +152,13 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	if reason != "" {
 		return nil, 0, w.cancel(ctx, tx, b, reason, now)
 	}
-	if err := db.SetBatchState(ctx, tx, b.ID, db.StateFlushing, "", job.ID, now); err != nil {
-		return nil, 0, err
-	}
 	msg, err := w.render(content, now)
 	if err != nil {
 		return nil, 0, err
 	}
-	d, err := db.EnsureDelivery(ctx, tx, b.ID, msg.MessageID, msg.To)
+	d, err := db.StartDelivery(ctx, tx, b.ID, job.ID, msg.MessageID, msg.To, msg.Subject, w.AtMostOnce, now)
 	if err != nil {
 		return nil, 0, err
-	}
-	if err := db.MarkSending(ctx, tx, d.ID, msg.Subject, w.AtMostOnce, now); err != nil {
-		return nil, 0, err
-	}
-	if w.AtMostOnce {
-		if err := db.SetBatchState(ctx, tx, b.ID, db.StateSent, "", 0, now); err != nil {
-			return nil, 0, err
-		}
 	}
 	return &sendPlan{batchID: b.ID, delivery: d, msg: msg}, 0, nil
 }
@@ -194,17 +183,17 @@ func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtem
 	}
 	var rec *db.Recipient
 	reason := db.SkipRetracted
+	settings, err := db.LoadTypeSettings(ctx, tx, b.RecipientID, keys)
+	if err != nil {
+		return c, "", err
+	}
 	policies := make(map[string]preferences.Policy, len(keys))
 	for _, key := range keys {
 		typ, ok := c.Types[key]
 		if !ok {
 			return c, "", fmt.Errorf("type %s: %w", key, db.ErrNotFound)
 		}
-		s, err := db.LoadRecipientSettings(ctx, tx, []string{b.RecipientID}, key)
-		if err != nil {
-			return c, "", err
-		}
-		rs, ok := s[b.RecipientID]
+		rs, ok := settings[key]
 		if !ok {
 			return c, db.SkipInactive, nil
 		}
