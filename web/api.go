@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lull-dev/lull/db"
@@ -106,12 +108,47 @@ func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if isTimeError(err) {
+			return Invalid(FieldError{Field: timeField(v), Message: "must be a time in RFC 3339 form, such as \"2026-11-22T10:00:00Z\""})
+		}
 		return jsonProblem(err)
 	}
-	if dec.More() {
-		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", "the body holds more than one JSON value")
+	// Only white space may follow the value. (dec.More alone misses a
+	// stray "}" or "]", which it reads as the end of an enclosing value.)
+	if _, err := dec.Token(); err != io.EOF {
+		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", "the body holds more than one JSON value, or text after it")
 	}
 	return nil
+}
+
+// isTimeError reports whether err is time.Time refusing a JSON value: a
+// string that is not RFC 3339, or not a string at all.
+func isTimeError(err error) bool {
+	var pe *time.ParseError
+	return errors.As(err, &pe) || strings.HasPrefix(err.Error(), "Time.UnmarshalJSON")
+}
+
+// timeField names the time field of the body struct v points to, for
+// error messages; the API's bodies have at most one.
+func timeField(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft == reflect.TypeFor[time.Time]() {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				return name
+			}
+		}
+	}
+	return "body"
 }
 
 // hasEscapedNUL reports whether body holds the JSON escape \u0000. A raw

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
+	"unicode/utf8"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
@@ -30,6 +32,9 @@ type TypeBody struct {
 	// the email that would carry them.
 	SkipRead *bool `json:"skip_read,omitempty"`
 }
+
+// maxCount bounds max_items and burst_limit.
+const maxCount = 1_000_000
 
 var typeKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
 
@@ -80,8 +85,18 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	} else {
 		t.MaxWaitMS = d.Milliseconds()
 	}
-	if t.MaxItems < 0 {
-		add("max_items", "must be 0 (no limit) or more")
+	for _, f := range []struct {
+		field, value string
+		max          int
+	}{{"name", b.Name, 200}, {"category", b.Category, 100}, {"description", b.Description, 1000}} {
+		if n := utf8.RuneCountInString(f.value); n > f.max {
+			add(f.field, fmt.Sprintf("is %d characters long; at most %d are allowed", n, f.max))
+		}
+	}
+	// Counts are stored as 32-bit integers; the bounds are far below that
+	// and far above any sensible setting.
+	if t.MaxItems < 0 || t.MaxItems > maxCount {
+		add("max_items", fmt.Sprintf("must be from 0 (no limit) to %d", maxCount))
 	}
 	switch {
 	case t.DisplayLimit == 0:
@@ -97,8 +112,8 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 		add("item_order", "must be first or latest")
 	}
 	if b.BurstLimit != nil {
-		if *b.BurstLimit < 0 {
-			add("burst_limit", "must be 0 (off) or more")
+		if *b.BurstLimit < 0 || *b.BurstLimit > maxCount {
+			add("burst_limit", fmt.Sprintf("must be from 0 (off) to %d", maxCount))
 		}
 		t.BurstLimit = *b.BurstLimit
 	}

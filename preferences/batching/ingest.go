@@ -427,8 +427,9 @@ func (ev *Event) Check(now time.Time) error {
 	}
 	seen := make(map[string]int, len(ev.Recipients))
 	dedup := ev.Recipients[:0]
+	zones := map[string]bool{}
 	for i, r := range ev.Recipients {
-		validateRecipientRef(v, fmt.Sprintf("recipients[%d]", i), r)
+		validateRecipientRef(v, i, r, zones)
 		if j, ok := seen[r.ID]; ok {
 			if r.Inline {
 				dedup[j] = r
@@ -446,24 +447,34 @@ func (ev *Event) Check(now time.Time) error {
 	return v.Err()
 }
 
-func validateRecipientRef(v *ValidationError, field string, r RecipientRef) {
+// validateRecipientRef checks recipient i. zones remembers which time
+// zone names were found valid: loading a zone reads a file, and a fan-out
+// to 100,000 recipients names the same few zones over and over.
+func validateRecipientRef(v *ValidationError, i int, r RecipientRef, zones map[string]bool) {
+	field := func(name string) string { return fmt.Sprintf("recipients[%d].%s", i, name) }
 	switch {
 	case strings.TrimSpace(r.ID) == "":
-		v.Add(field+".id", "is required")
+		v.Add(field("id"), "is required")
 	case len(r.ID) > 255:
-		v.Add(field+".id", "is longer than 255 characters")
+		v.Add(field("id"), "is longer than 255 characters")
 	}
 	if !r.Inline {
 		return
 	}
 	if r.Email != "" {
 		if msg := CheckEmail(r.Email); msg != "" {
-			v.Add(field+".email", msg)
+			v.Add(field("email"), msg)
 		}
 	}
 	if r.Timezone != "" {
-		if _, err := time.LoadLocation(r.Timezone); err != nil || r.Timezone == "Local" {
-			v.Add(field+".timezone", fmt.Sprintf("unknown time zone %q: use an IANA name such as Europe/Berlin", r.Timezone))
+		ok, known := zones[r.Timezone]
+		if !known {
+			_, err := time.LoadLocation(r.Timezone)
+			ok = err == nil && r.Timezone != "Local"
+			zones[r.Timezone] = ok
+		}
+		if !ok {
+			v.Add(field("timezone"), fmt.Sprintf("unknown time zone %q: use an IANA name such as Europe/Berlin", r.Timezone))
 		}
 	}
 }
