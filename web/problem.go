@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,7 @@ var (
 	errUnavailable  = newProblem(http.StatusServiceUnavailable, "unavailable", "Service unavailable", "The database cannot be reached; try again shortly.")
 	errUnauthorized = newProblem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "Send a valid API key as 'Authorization: Bearer <key>'.")
 	errNotFound     = newProblem(http.StatusNotFound, "not-found", "Not found", "")
+	errClientGone   = newProblem(499, "client-closed", "Client closed request", "")
 	errTooLarge     = newProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large", "Request bodies are limited to 4 MiB.")
 	// errEventTooLarge names the recipient limit too, since a long
 	// recipient list is what makes an event body big.
@@ -68,6 +70,13 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	case db.IsUnavailable(err):
 		s.Logger.Warn("database unavailable", "path", r.URL.Path, "err", err)
 		p = errUnavailable
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client hung up mid-request (a timeout on its side, a
+		// deploy): nothing failed here, so it is no internal error to
+		// alarm anyone. 499, as nginx logs it, keeps logs and metrics
+		// honest; nobody is left to read the answer.
+		s.Logger.Debug("client went away", "method", r.Method, "path", r.URL.Path)
+		p = errClientGone
 	default:
 		s.Logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		p = newProblem(http.StatusInternalServerError, "internal", "Internal error", "")

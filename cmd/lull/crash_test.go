@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("LULL_TEST_SERVE") == "1" {
 		ctx := context.Background()
+		if every, err := time.ParseDuration(os.Getenv("LULL_TEST_STATS")); err == nil {
+			go reportStats(every)
+		}
 		if err := run(ctx, []string{"serve"}, os.Getenv, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -30,6 +34,17 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// reportStats prints the process's goroutines and live heap (after a
+// collection) every interval, for the soak test to read from its output.
+func reportStats(every time.Duration) {
+	for range time.Tick(every) {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		fmt.Fprintf(os.Stderr, "lull-test-stats t=%d goroutines=%d heap=%d\n", time.Now().UnixMilli(), runtime.NumGoroutine(), m.HeapAlloc)
+	}
 }
 
 // process is a lull started as a child process.
