@@ -20,6 +20,10 @@ type Policy struct {
 	Everyone *Everyone
 }
 
+// Current is the policy that changes nothing, named for reports: the
+// baseline a proposal is read against.
+func Current() Policy { return Policy{Name: "Current settings"} }
+
 // TypeChange changes one type's settings; nil and empty fields keep the
 // stored value.
 type TypeChange struct {

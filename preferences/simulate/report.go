@@ -13,6 +13,11 @@ import (
 // Report is the outcome of a replay: one Result per policy, and the
 // emails actually sent when they were given (AddSent).
 type Report struct {
+	// Source is where the events came from: SourceStored or SourceUpload.
+	Source string `json:"source"`
+	// From and To bound a replay of stored events (to exclusive).
+	From *time.Time `json:"from,omitempty"`
+	To   *time.Time `json:"to,omitempty"`
 	// Events and Notifications count what was replayed: events, and event
 	// and recipient pairs.
 	Events        int `json:"events"`
@@ -26,6 +31,12 @@ type Report struct {
 	// Notes say what the figures could not take into account.
 	Notes []string `json:"notes"`
 }
+
+// The sources of events a report can be about.
+const (
+	SourceStored = "stored"
+	SourceUpload = "upload"
+)
 
 // Result is what one policy would do, or what was actually done.
 type Result struct {

@@ -1,0 +1,139 @@
+package batching
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/preferences/simulate"
+)
+
+// MaxSimulationRange bounds a replay of stored events: a month of history
+// answers the questions the simulator is for, and keeps one request from
+// reading the database for minutes.
+const MaxSimulationRange = 31 * 24 * time.Hour
+
+// MaxUploadEvents bounds an uploaded file of events.
+const MaxUploadEvents = 1_000_000
+
+// CheckSimulationRange checks a range of stored events to replay, naming
+// the fields "from" and "to".
+func CheckSimulationRange(from, to time.Time) []simulate.FieldError {
+	var errs []simulate.FieldError
+	switch {
+	case from.IsZero():
+		errs = append(errs, simulate.FieldError{Field: "from", Message: "is required"})
+	case to.IsZero():
+		errs = append(errs, simulate.FieldError{Field: "to", Message: "is required"})
+	case !to.After(from):
+		errs = append(errs, simulate.FieldError{Field: "to", Message: "must be after from"})
+	case to.Sub(from) > MaxSimulationRange:
+		errs = append(errs, simulate.FieldError{Field: "to", Message: "is more than 31 days after from: replay a month at most"})
+	}
+	return errs
+}
+
+// SimulationSettings loads what a replay needs from storage, through the
+// same conversions the engine uses: every type, and the recipients of the
+// events accepted in [from, to) with their choices. With an upload, the
+// recipients are those its events name, stored or not, and what the file
+// says about them.
+func SimulationSettings(ctx context.Context, d *db.DB, from, to time.Time, upload *simulate.Upload) (*simulate.Settings, error) {
+	types, err := db.ListTypes(ctx, d.Bun)
+	if err != nil {
+		return nil, err
+	}
+	s := &simulate.Settings{Types: make(map[string]simulate.Type, len(types)), Recipients: map[string]*simulate.Recipient{}}
+	for i := range types {
+		t := &types[i]
+		s.Types[t.Key] = simulate.Type{Key: t.Key, Name: t.Name, Defaults: TypeDefaults(t), MaxItems: t.MaxItems,
+			DisplayLimit: t.DisplayLimit, BurstLimit: t.BurstLimit}
+	}
+	var recs []db.SimulationRecipient
+	if upload != nil {
+		recs, err = db.SimulationRecipientsByID(ctx, d.Pool, upload.RecipientIDs())
+	} else {
+		recs, err = db.SimulationRecipients(ctx, d.Pool, from, to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		r := &recs[i]
+		rc := &simulate.Recipient{ID: r.ID, Active: r.Active, HasEmail: r.Email != "", Unsubscribed: r.Unsubscribed, Schedule: Schedule(&r.Recipient)}
+		for j := range r.Prefs {
+			if rc.Overrides == nil {
+				rc.Overrides = map[string]*preferences.Override{}
+			}
+			rc.Overrides[r.Prefs[j].TypeKey] = Override(&r.Prefs[j])
+		}
+		s.Recipients[r.ID] = rc
+	}
+	if upload != nil {
+		upload.Apply(s)
+	}
+	return s, nil
+}
+
+// KnownTypes reports whether a policy may name a type: it is registered,
+// or an uploaded event uses it.
+func KnownTypes(s *simulate.Settings, upload *simulate.Upload) func(string) bool {
+	extra := map[string]bool{}
+	if upload != nil {
+		for _, k := range upload.TypeKeys() {
+			extra[k] = true
+		}
+	}
+	return func(k string) bool {
+		_, ok := s.Types[k]
+		return ok || extra[k]
+	}
+}
+
+// SimulateStored replays the events accepted in [from, to) under policies
+// and sets the emails actually sent for them beside the results. Nothing
+// is written. The events stream from the database; one pass serves every
+// policy.
+func SimulateStored(ctx context.Context, d *db.DB, s *simulate.Settings, policies []simulate.Policy, from, to time.Time) (*simulate.Report, error) {
+	r := simulate.New(s, policies)
+	err := db.StreamSimulationEvents(ctx, d.Pool, from, to, func(ev *db.SimulationEvent) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return r.Add(simulate.Event{At: ev.At, Type: ev.TypeKey, BatchKey: ev.BatchKey, Recipients: ev.Recipients})
+	})
+	if err != nil {
+		r.Report()
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	err = db.StreamSentBatches(ctx, d.Pool, from, to, func(b *db.SentBatch) error {
+		e := simulate.SentEmail{Recipient: b.RecipientID, SentAt: b.SentAt}
+		for _, p := range b.Parts {
+			e.Parts = append(e.Parts, simulate.SentPart{Type: p.TypeKey, Items: p.Items, First: p.First})
+		}
+		r.AddSent(e)
+		return nil
+	})
+	rep := r.Report()
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	rep.Source, rep.From, rep.To = simulate.SourceStored, &from, &to
+	return rep, nil
+}
+
+// SimulateUpload replays uploaded events under policies.
+func SimulateUpload(s *simulate.Settings, policies []simulate.Policy, upload *simulate.Upload) (*simulate.Report, error) {
+	r := simulate.New(s, policies)
+	for _, ev := range upload.Events {
+		if err := r.Add(ev); err != nil {
+			r.Report()
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+	}
+	rep := r.Report()
+	rep.Source = simulate.SourceUpload
+	return rep, nil
+}
