@@ -4,9 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // APIKeyPrefix starts every generated key, so a leaked one is recognisable
@@ -38,23 +43,73 @@ func (d *DB) AddAPIKey(ctx context.Context, name, key string) error {
 }
 
 // APIKeyID returns the id of the live key matching key. The lookup is by
-// SHA-256 digest through a unique index, so no secret is compared byte by
-// byte and timing reveals nothing about stored keys.
+// SHA-256 digest through a unique index, so the secret itself is never
+// compared byte by byte; the digest found is compared once more in
+// constant time, so no early exit anywhere depends on the key's bytes.
 func (d *DB) APIKeyID(ctx context.Context, key string) (int64, error) {
 	if strings.TrimSpace(key) == "" {
 		return 0, fmt.Errorf("api key: %w", ErrNotFound)
 	}
 	sum := sha256.Sum256([]byte(key))
 	var id int64
-	err := d.Pool.QueryRow(ctx, `SELECT id FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&id)
+	var stored []byte
+	err := d.Pool.QueryRow(ctx, `SELECT id, hash FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&id, &stored)
 	if err != nil {
 		return 0, notFound(err, "api key")
+	}
+	if subtle.ConstantTimeCompare(stored, sum[:]) != 1 {
+		return 0, fmt.Errorf("api key: %w", ErrNotFound)
 	}
 	return id, nil
 }
 
-// RevokeAPIKey stops a key from working.
-func (d *DB) RevokeAPIKey(ctx context.Context, id int64) error {
-	_, err := d.Pool.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1`, id)
-	return err
+// APIKey is a stored key as operators see it: never the secret.
+type APIKey struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// ListAPIKeys returns every key, oldest first, revoked ones included.
+func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (APIKey, error) {
+		var k APIKey
+		return k, row.Scan(&k.ID, &k.Name, &k.CreatedAt, &k.RevokedAt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	return keys, nil
+}
+
+// RevokeAPIKey stops a key from working at once, on every lull process.
+// It is named by its id (from ListAPIKeys) or by the key itself, for when
+// all one has is a key that leaked. A revoked key stays revoked: adding
+// it again (a bootstrap LULL_API_KEY still in the environment) does not
+// bring it back. ErrNotFound means no live key matched.
+func (d *DB) RevokeAPIKey(ctx context.Context, idOrKey string) (int64, error) {
+	sum := sha256.Sum256([]byte(idOrKey))
+	var id int64
+	err := d.Pool.QueryRow(ctx, `
+		UPDATE api_keys SET revoked_at = now()
+		WHERE (hash = $1 OR id::text = $2) AND revoked_at IS NULL
+		RETURNING id`, sum[:], idOrKey).Scan(&id)
+	if err != nil {
+		return 0, notFound(err, "api key "+strconv.Quote(shortKey(idOrKey)))
+	}
+	return id, nil
+}
+
+// shortKey keeps a key out of error messages and logs: an id is shown
+// as it is, anything else by its first characters only.
+func shortKey(s string) string {
+	if _, err := strconv.ParseInt(s, 10, 64); err == nil || len(s) <= 8 {
+		return s
+	}
+	return s[:8] + "…"
 }

@@ -14,18 +14,28 @@ type Operator struct {
 	Email string
 }
 
-// UpsertOperator creates an operator or sets a new password for one.
+// UpsertOperator creates an operator or sets a new password for one. A
+// new password ends the operator's sessions everywhere, so someone who
+// learnt the old one and logged in is out.
 func (d *DB) UpsertOperator(ctx context.Context, email, password string) error {
 	if len(password) < 8 {
 		return fmt.Errorf("operator password must be at least 8 characters")
+	}
+	// The bootstrap operator's password is set again at every start; when
+	// it is unchanged, nothing is written and nobody is logged out.
+	if d.passwordUnchanged(ctx, email, password) {
+		return nil
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
 	_, err = d.Pool.Exec(ctx, `
-		INSERT INTO operators (email, password_hash) VALUES ($1, $2)
-		ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash`,
+		WITH op AS (
+			INSERT INTO operators (email, password_hash) VALUES ($1, $2)
+			ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash
+			RETURNING id)
+		DELETE FROM operator_sessions WHERE operator_id = (SELECT id FROM op)`,
 		strings.ToLower(strings.TrimSpace(email)), string(hash))
 	if err != nil {
 		return fmt.Errorf("save operator: %w", err)
@@ -47,4 +57,11 @@ func (d *DB) Authenticate(ctx context.Context, email, password string) (Operator
 		return Operator{}, fmt.Errorf("authenticate: %w", ErrNotFound)
 	}
 	return op, nil
+}
+
+// passwordUnchanged reports whether email's operator already has password.
+func (d *DB) passwordUnchanged(ctx context.Context, email, password string) bool {
+	var hash string
+	err := d.Pool.QueryRow(ctx, `SELECT password_hash FROM operators WHERE email = $1`, strings.ToLower(strings.TrimSpace(email))).Scan(&hash)
+	return err == nil && bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/views"
@@ -12,13 +13,26 @@ import (
 
 type operatorKey struct{}
 
+// operatorSessionTTL is how long an operator stays logged in.
+const operatorSessionTTL = 12 * time.Hour
+
 // requireOperator lets only a logged-in operator through. Pages redirect
-// to the login form; actions are refused.
+// to the login form; actions are refused. The session cookie carries a
+// token that must match a live row of operator_sessions, so a session
+// ended by logout or a new password is over even for a copied cookie.
 func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, err := s.sessions.Get(r, operatorSession)
-		email, _ := sess.Values["op"].(string)
-		if err != nil || email == "" {
+		token, _ := sess.Values["sid"].(string)
+		var op db.Operator
+		if err == nil && token != "" {
+			op, err = s.DB.OperatorBySession(r.Context(), token)
+		}
+		if err != nil && !errors.Is(err, db.ErrNotFound) {
+			s.pageError(w, r, err)
+			return
+		}
+		if err != nil || token == "" {
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, "/admin/login", http.StatusSeeOther)
 				return
@@ -26,7 +40,7 @@ func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 			s.message(w, r, http.StatusForbidden, "Log in first", "Operator actions need an operator session.")
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), operatorKey{}, email)))
+		next(w, r.WithContext(context.WithValue(r.Context(), operatorKey{}, op.Email)))
 	}
 }
 
@@ -59,10 +73,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	// A new session on login: nothing set before it survives (no fixation).
+	// A new session on login, with a new token: nothing set before it
+	// survives (no fixation).
+	token, err := s.DB.CreateOperatorSession(r.Context(), op.ID, operatorSessionTTL)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	sess, _ := s.sessions.New(r, operatorSession)
-	sess.Values = map[any]any{"op": op.Email}
-	sess.Options.MaxAge = 12 * 3600
+	sess.Values = map[any]any{"sid": token}
+	sess.Options.MaxAge = int(operatorSessionTTL / time.Second)
 	if err := sess.Save(r, w); err != nil {
 		s.pageError(w, r, err)
 		return
@@ -70,9 +90,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/admin", http.StatusSeeOther)
 }
 
-// logout ends the operator session by expiring its cookie.
+// logout ends the operator session on the server, then expires its
+// cookie.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	sess, _ := s.sessions.Get(r, operatorSession)
+	if token, _ := sess.Values["sid"].(string); token != "" {
+		if err := s.DB.EndOperatorSession(r.Context(), token); err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+	}
 	sess.Values = map[any]any{}
 	sess.Options.MaxAge = -1
 	sess.Save(r, w)

@@ -21,7 +21,9 @@ commands:
   serve           migrate, then serve HTTP and work jobs
   demo            serve with demo types, recipients and a stream of events
   migrate         apply database migrations and exit
-  apikey create   print a new API key
+  apikey create   print a new API key: lull apikey create [NAME]
+  apikey list     list API keys (ids and names, never the keys)
+  apikey revoke   stop a key working: lull apikey revoke ID|KEY
   admin create    add an operator: lull admin create EMAIL PASSWORD
   version         print the version
 

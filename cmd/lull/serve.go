@@ -235,24 +235,55 @@ func migrateOnly(ctx context.Context, args []string, getenv func(string) string,
 	return nil
 }
 
-// apikeyCmd handles "lull apikey create [NAME]".
+// apikeyCmd handles "lull apikey create [NAME]", "lull apikey list" and
+// "lull apikey revoke ID|KEY".
 func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprintln(stderr, "usage: lull apikey create [NAME]")
+	const use = "usage: lull apikey create [NAME] | lull apikey list | lull apikey revoke ID|KEY"
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, use)
 		return errUsage
 	}
-	name := "created with lull apikey create"
-	if len(args) > 1 {
-		name = args[1]
-	}
-	return withDB(ctx, getenv, stderr, func(d *db.DB) error {
-		key, err := d.CreateAPIKey(ctx, name)
-		if err != nil {
-			return err
+	switch {
+	case args[0] == "create" && len(args) <= 2:
+		name := "created with lull apikey create"
+		if len(args) > 1 {
+			name = args[1]
 		}
-		fmt.Fprintln(stdout, key)
-		return nil
-	})
+		return withDB(ctx, getenv, stderr, func(d *db.DB) error {
+			key, err := d.CreateAPIKey(ctx, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, key)
+			return nil
+		})
+	case args[0] == "list" && len(args) == 1:
+		return withDB(ctx, getenv, stderr, func(d *db.DB) error {
+			keys, err := d.ListAPIKeys(ctx)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				state := "live"
+				if k.RevokedAt != nil {
+					state = "revoked " + k.RevokedAt.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(stdout, "%d\t%s\tcreated %s\t%s\n", k.ID, k.Name, k.CreatedAt.UTC().Format(time.RFC3339), state)
+			}
+			return nil
+		})
+	case args[0] == "revoke" && len(args) == 2:
+		return withDB(ctx, getenv, stderr, func(d *db.DB) error {
+			id, err := d.RevokeAPIKey(ctx, args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "api key %d revoked\n", id)
+			return nil
+		})
+	}
+	fmt.Fprintln(stderr, use)
+	return errUsage
 }
 
 // adminCmd handles "lull admin create EMAIL PASSWORD".
