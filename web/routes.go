@@ -32,6 +32,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/batches/{id}", s.getBatch)
 	api("POST /api/v1/batches/{id}/flush", s.flushBatch)
 	api("POST /api/v1/batches/{id}/cancel", s.cancelBatch)
+	api("POST /api/v1/simulations", s.createSimulation)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errNotFound) })
 
 	mux.HandleFunc("GET /unsubscribe", s.unsubscribeConfirm)
@@ -70,6 +71,8 @@ func (s *Server) Handler() http.Handler {
 	admin("GET /admin/jobs", s.adminJobs)
 	admin("POST /admin/jobs/{id}/retry", s.adminJobAction("retry job"))
 	admin("POST /admin/jobs/{id}/cancel", s.adminJobAction("cancel job"))
+	admin("GET /admin/simulate", s.simulatePage)
+	admin("POST /admin/simulate", s.simulateRun)
 
 	// Cross-site form posts are refused on every form; the one-click
 	// unsubscribe is exempt because mail providers POST it from their own

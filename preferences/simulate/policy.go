@@ -274,3 +274,17 @@ func (p Policy) Describe() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// ParseTime reads a bound of a range to replay: an RFC 3339 time
+// ("2026-11-16T00:00:00Z"), or a UTC date and time as a browser's
+// datetime-local field sends it ("2026-11-16T08:30"), or a UTC date
+// ("2026-11-16", its midnight).
+func ParseTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: use RFC 3339 (2026-11-16T00:00:00Z) or a UTC date (2026-11-16)", s)
+}
