@@ -14,6 +14,7 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/jobs/metrics"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -51,6 +52,8 @@ type FlushWorker struct {
 	AtMostOnce bool
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Metrics counts flushes and deliveries; nil counts nothing.
+	Metrics *metrics.Metrics
 	// RetryBase is the wait before the first retry after a temporary
 	// failure, doubled at every later one (15 s when zero). Tests shorten
 	// it to watch a whole outage and its backoff in seconds.
@@ -80,8 +83,11 @@ func (w *FlushWorker) NextRetry(job *river.Job[FlushArgs]) time.Time {
 // sendPlan is what the first step decided to send.
 type sendPlan struct {
 	batchID  int64
+	closesAt time.Time
 	delivery *db.Delivery
 	msg      *mailtemplates.Message
+	// canceled says the batch was canceled instead: nothing to send.
+	canceled bool
 }
 
 // Work flushes the batch.
@@ -102,10 +108,16 @@ func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error
 	})
 	switch {
 	case err != nil:
+		w.Metrics.Flushed(metrics.FlushError)
 		return fmt.Errorf("flush batch %d: %w", job.Args.BatchID, err)
 	case snooze > 0:
+		w.Metrics.Flushed(metrics.FlushSnoozed)
 		return river.JobSnooze(snooze)
 	case plan == nil:
+		w.Metrics.Flushed(metrics.FlushSkipped)
+		return nil
+	case plan.canceled:
+		w.Metrics.Flushed(metrics.FlushCanceled)
 		return nil
 	}
 	return w.send(ctx, job, plan)
@@ -150,7 +162,7 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 		return nil, 0, err
 	}
 	if reason != "" {
-		return nil, 0, w.cancel(ctx, tx, b, reason, now)
+		return &sendPlan{batchID: b.ID, canceled: true}, 0, w.cancel(ctx, tx, b, reason, now)
 	}
 	msg, err := w.render(content, now)
 	if err != nil {
@@ -160,7 +172,7 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	if err != nil {
 		return nil, 0, err
 	}
-	return &sendPlan{batchID: b.ID, delivery: d, msg: msg}, 0, nil
+	return &sendPlan{batchID: b.ID, closesAt: b.ClosesAt, delivery: d, msg: msg}, 0, nil
 }
 
 // load reads what the email needs and checks the recipient's preferences
@@ -265,6 +277,7 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 	sendErr := w.Sender.Send(ctx, plan.msg)
 	now := w.now()
 	final := sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
+	w.Metrics.Delivered(sendErr, final, now.Sub(plan.closesAt))
 	err := w.DB.Pipeline(context.WithoutCancel(ctx), func(tx db.Querier) error {
 		switch {
 		case sendErr == nil:
@@ -290,15 +303,19 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 		}
 	})
 	if err != nil {
+		w.Metrics.Flushed(metrics.FlushError)
 		return fmt.Errorf("record delivery of batch %d: %w", plan.batchID, err)
 	}
 	switch {
 	case sendErr == nil:
+		w.Metrics.Flushed(metrics.FlushSent)
 		return nil
 	case final:
+		w.Metrics.Flushed(metrics.FlushFailed)
 		w.Logger.Warn("delivery failed", "batch", plan.batchID, "err", sendErr)
 		return river.JobCancel(sendErr)
 	default:
+		w.Metrics.Flushed(metrics.FlushRetry)
 		return fmt.Errorf("send batch %d: %w", plan.batchID, sendErr)
 	}
 }

@@ -12,8 +12,14 @@ import (
 // Config is lull's whole configuration. Every field comes from an
 // environment variable, and a flag of the same name overrides it.
 type Config struct {
-	DatabaseURL   string
-	Addr          string
+	DatabaseURL string
+	Addr        string
+	// MetricsAddr is where /metrics is served, in the Prometheus text
+	// format; empty serves no metrics. It is a listen address of its own
+	// rather than a path on Addr: the numbers describe the whole
+	// installation, scrapers rarely log in, and a port that only the
+	// monitoring network can reach keeps them private without a password.
+	MetricsAddr   string
 	BaseURL       string
 	Secret        string
 	APIKey        string
@@ -45,6 +51,7 @@ func (c *Config) vars() []configVar {
 	return []configVar{
 		{"DATABASE_URL", "", "PostgreSQL URL (14 or newer); empty: a local cluster started for you", str(&c.DatabaseURL)},
 		{"LULL_ADDR", ":8080", "listen address", str(&c.Addr)},
+		{"LULL_METRICS_ADDR", "", "listen address for Prometheus /metrics (keep it private, such as 127.0.0.1:9090); empty: no metrics", str(&c.MetricsAddr)},
 		{"LULL_BASE_URL", "http://localhost:8080", "public URL used in links in emails", str(&c.BaseURL)},
 		{"LULL_SECRET", "", "key for sessions and signed links (32+ bytes); empty: generated once and stored in the database", str(&c.Secret)},
 		{"LULL_API_KEY", "", "a bootstrap API key", str(&c.APIKey)},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lull-dev/lull/db/localpg"
 	"github.com/lull-dev/lull/jobs"
 	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/jobs/metrics"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/web"
@@ -30,10 +32,22 @@ type app struct {
 	db     *db.DB
 	river  *river.Client[pgx.Tx]
 	engine *batching.Engine
-	web    *web.Server
-	sender mailer.Sender
+	web     *web.Server
+	sender  mailer.Sender
+	metrics *metrics.Metrics
 	// demoNote tells the demo's user how to get in.
 	demoNote string
+	// metricsURL is where /metrics is served, if anywhere.
+	metricsURL string
+}
+
+// metricsServer serves m at /metrics, with the same guards against slow
+// clients as the main server.
+func metricsServer(m *metrics.Metrics) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
 }
 
 // serve runs lull until ctx ends, then shuts down in order: stop taking
@@ -57,6 +71,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	var mln net.Listener
+	if cfg.MetricsAddr != "" {
+		if mln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on LULL_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+		}
+	}
 	srv := a.web.HTTPServer(cfg.Addr)
 	if err := a.river.Start(ctx); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
@@ -66,9 +87,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		a.demoNote = fmt.Sprintf("  demo:      password %q, API key %q; events arrive for five minutes\n", cfg.AdminPassword, cfg.APIKey)
 		go runDemo(ctx, a)
 	}
+	errc := make(chan error, 2)
+	if mln != nil {
+		msrv := metricsServer(a.metrics)
+		defer msrv.Close()
+		go func() { errc <- msrv.Serve(mln) }()
+		a.metricsURL = "http://" + mln.Addr().String() + "/metrics"
+	}
 	a.announce(stdout, ln.Addr().String())
 
-	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
@@ -139,9 +166,10 @@ func (a *app) build(ctx context.Context) error {
 		a.sender = s
 	}
 	links := mailtemplates.Links{BaseURL: cfg.BaseURL, Secret: []byte(secret)}
+	a.metrics = metrics.New()
 	flush := &jobs.FlushWorker{
 		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom,
-		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger,
+		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
 	}
 	client, err := jobs.NewClient(a.db, jobs.Config{
 		Workers: cfg.Workers, JobTimeout: cfg.JobTimeout, RescueAfter: cfg.RescueAfter,
@@ -151,7 +179,7 @@ func (a *app) build(ctx context.Context) error {
 		return fmt.Errorf("jobs: %w", err)
 	}
 	a.river = client
-	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger}
+	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
 		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}}
 	return nil
@@ -169,6 +197,9 @@ func (a *app) announce(w io.Writer, addr string) {
 	fmt.Fprintf(w, "  API:       %s/api/v1 (Authorization: Bearer <key>)\n", base)
 	if a.cfg.AdminEmail != "" {
 		fmt.Fprintf(w, "  operators: %s/admin (log in as %s)\n", base, a.cfg.AdminEmail)
+	}
+	if a.metricsURL != "" {
+		fmt.Fprintf(w, "  metrics:   %s\n", a.metricsURL)
 	}
 	if a.demoNote != "" {
 		fmt.Fprint(w, a.demoNote)

@@ -27,11 +27,19 @@ type Flush struct {
 	At      time.Time
 }
 
+// Metrics hears what each stored event did, for /metrics; package
+// jobs/metrics implements it.
+type Metrics interface {
+	Ingested(batched, suppressed, opened int)
+}
+
 // Engine is the batching engine over one database.
 type Engine struct {
 	DB        *db.DB
 	Scheduler Scheduler
 	Logger    *slog.Logger
+	// Metrics counts ingested events; nil counts nothing.
+	Metrics Metrics
 	// Now is the clock; tests walk it forward instead of sleeping.
 	Now func() time.Time
 }

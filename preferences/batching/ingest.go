@@ -150,6 +150,8 @@ type IngestResult struct {
 	Notifications int        `json:"notifications"`
 	Suppressed    int        `json:"suppressed"`
 	Batches       []BatchRef `json:"batches"`
+	// opened counts the batches this event opened, for metrics.
+	opened int
 }
 
 // BatchRef says where one recipient's notification went.
@@ -170,6 +172,7 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 		return nil, err
 	}
 	var res *IngestResult
+	replayed := false
 	err = e.DB.InTx(ctx, func(tx pgx.Tx) error {
 		if ev.Key != "" {
 			first, ok, err := db.ClaimEventKey(ctx, tx, apiKeyID, ev.Key)
@@ -177,6 +180,7 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 				return err
 			}
 			if !ok {
+				replayed = true
 				res = new(IngestResult)
 				return json.Unmarshal(first, res)
 			}
@@ -192,6 +196,9 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !replayed && e.Metrics != nil {
+		e.Metrics.Ingested(res.Notifications, res.Suppressed, res.opened)
 	}
 	return res, nil
 }
@@ -244,6 +251,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	for i, b := range joined {
 		rids[i], bids[i] = b.RecipientID, b.ID
 		res.Batches = append(res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
+		if b.Inserted {
+			res.opened++
+		}
 	}
 	res.Notifications = len(joined)
 	if err := db.InsertNotifications(ctx, tx, eventID, created, typ.Key, *ev.OccurredAt, rids, bids); err != nil {
