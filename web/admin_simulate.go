@@ -67,7 +67,7 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := func(n string) string { return strings.TrimSpace(r.FormValue(n)) }
-	sim := simulation{policyField: func(i int, field string) string { return simulateProposals[i].prefix + "." + field }}
+	var sim batching.SimulationRequest
 	specs, errs := proposalSpecs(r, types)
 	source := f("source")
 	if source == "upload" {
@@ -76,7 +76,7 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, FieldError{"events", "choose a file of events, one JSON event per line"})
 		} else {
 			var ferrs []simulate.FieldError
-			sim.upload, ferrs = simulate.ReadEventLines(file, "events", batching.MaxUploadEvents)
+			sim.Upload, ferrs = simulate.ReadEventLines(file, "events", batching.MaxUploadEvents)
 			file.Close()
 			errs = append(errs, fieldErrors(ferrs)...)
 		}
@@ -88,20 +88,20 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 	var used []int
 	for i, spec := range specs {
 		if spec != nil {
-			sim.specs = append(sim.specs, *spec)
+			sim.Specs = append(sim.Specs, *spec)
 			used = append(used, i)
 		}
 	}
-	sim.policyField = func(i int, field string) string { return simulateProposals[used[i]].prefix + "." + field }
+	sim.PolicyField = func(i int, field string) string { return simulateProposals[used[i]].prefix + "." + field }
 	var rep *simulate.Report
 	if len(errs) == 0 {
-		var more []FieldError
-		rep, more, err = s.simulate(ctx, sim)
+		var more []simulate.FieldError
+		rep, more, err = batching.Simulate(ctx, s.DB, sim)
 		if err != nil {
 			s.pageError(w, r, err)
 			return
 		}
-		errs = append(errs, more...)
+		errs = append(errs, fieldErrors(more)...)
 	}
 	msgs := map[string]string{}
 	for _, e := range errs {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,15 +20,6 @@ type SimulationBody struct {
 	Policies []simulate.PolicySpec `json:"policies"`
 }
 
-// simulation is a checked request, whichever page or API it came from.
-type simulation struct {
-	from, to time.Time
-	upload   *simulate.Upload
-	specs    []simulate.PolicySpec
-	// policyField names field f of policy i for error messages.
-	policyField func(i int, f string) string
-}
-
 // createSimulation replays events under proposed policies: 200 with the
 // report, nothing sent or stored.
 func (s *Server) createSimulation(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +28,7 @@ func (s *Server) createSimulation(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	sim := simulation{specs: b.Policies, policyField: func(i int, f string) string { return fmt.Sprintf("policies[%d].%s", i, f) }}
+	sim := batching.SimulationRequest{Specs: b.Policies, PolicyField: func(i int, f string) string { return fmt.Sprintf("policies[%d].%s", i, f) }}
 	var errs []FieldError
 	switch {
 	case len(b.Events) > 0 && (b.From != "" || b.To != ""):
@@ -49,7 +39,7 @@ func (s *Server) createSimulation(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		var ferrs []simulate.FieldError
-		sim.upload, ferrs = simulate.DecodeEvents(b.Events, "events")
+		sim.Upload, ferrs = simulate.DecodeEvents(b.Events, "events")
 		errs = append(errs, fieldErrors(ferrs)...)
 	default:
 		errs = append(errs, parseRange(b.From, b.To, &sim)...)
@@ -58,24 +48,24 @@ func (s *Server) createSimulation(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, Invalid(errs...))
 		return
 	}
-	rep, errs, err := s.simulate(r.Context(), sim)
+	rep, ferrs, err := batching.Simulate(r.Context(), s.DB, sim)
 	switch {
 	case err != nil:
 		s.problem(w, r, err)
-	case len(errs) > 0:
-		s.problem(w, r, Invalid(errs...))
+	case len(ferrs) > 0:
+		s.problem(w, r, Invalid(fieldErrors(ferrs)...))
 	default:
 		writeJSON(w, http.StatusOK, rep)
 	}
 }
 
 // parseRange reads the bounds of a range of stored events into sim.
-func parseRange(from, to string, sim *simulation) []FieldError {
+func parseRange(from, to string, sim *batching.SimulationRequest) []FieldError {
 	var errs []FieldError
 	for _, f := range []struct {
 		name, value string
 		into        *time.Time
-	}{{"from", from, &sim.from}, {"to", to, &sim.to}} {
+	}{{"from", from, &sim.From}, {"to", to, &sim.To}} {
 		if f.value == "" {
 			errs = append(errs, FieldError{f.name, "is required (or give events instead)"})
 			continue
@@ -87,44 +77,9 @@ func parseRange(from, to string, sim *simulation) []FieldError {
 		*f.into = t
 	}
 	if len(errs) == 0 {
-		errs = append(errs, fieldErrors(batching.CheckSimulationRange(sim.from, sim.to))...)
+		errs = append(errs, fieldErrors(batching.CheckSimulationRange(sim.From, sim.To))...)
 	}
 	return errs
-}
-
-// simulate checks the policies against the types there are and replays.
-// The current settings always come first; stored replays also set what
-// was actually sent beside them.
-func (s *Server) simulate(ctx context.Context, sim simulation) (*simulate.Report, []FieldError, error) {
-	if len(sim.specs) > simulate.MaxPolicies {
-		return nil, []FieldError{{"policies", fmt.Sprintf("has %d policies; compare at most %d at once", len(sim.specs), simulate.MaxPolicies)}}, nil
-	}
-	settings, err := batching.SimulationSettings(ctx, s.DB, sim.from, sim.to, sim.upload)
-	if err != nil {
-		return nil, nil, err
-	}
-	known := batching.KnownTypes(settings, sim.upload)
-	policies := []simulate.Policy{simulate.Current()}
-	var errs []FieldError
-	for i, spec := range sim.specs {
-		p, ferrs := spec.Parse(known)
-		for _, e := range ferrs {
-			errs = append(errs, FieldError{sim.policyField(i, e.Field), e.Message})
-		}
-		if p.Name == "" {
-			p.Name = fmt.Sprintf("Proposal %d", i+1)
-		}
-		policies = append(policies, p)
-	}
-	if len(errs) > 0 {
-		return nil, errs, nil
-	}
-	if sim.upload != nil {
-		rep, err := batching.SimulateUpload(settings, policies, sim.upload)
-		return rep, nil, err
-	}
-	rep, err := batching.SimulateStored(ctx, s.DB, settings, policies, sim.from, sim.to)
-	return rep, nil, err
 }
 
 func fieldErrors(errs []simulate.FieldError) []FieldError {

@@ -25,6 +25,7 @@ commands:
   apikey list     list API keys (ids and names, never the keys)
   apikey revoke   stop a key working: lull apikey revoke ID|KEY
   admin create    add an operator: lull admin create EMAIL PASSWORD
+  simulate        replay events under proposed policies: lull simulate -h
   version         print the version
 
 Every setting is an environment variable, or a flag of the same name
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return apikeyCmd(ctx, rest, getenv, stdout, stderr)
 	case "admin":
 		return adminCmd(ctx, rest, getenv, stdout, stderr)
+	case "simulate":
+		return simulateCmd(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -92,12 +92,62 @@ func KnownTypes(s *simulate.Settings, upload *simulate.Upload) func(string) bool
 	}
 }
 
+// SimulationRequest is a checked request to simulate, from the API, the
+// console or the command line.
+type SimulationRequest struct {
+	// From and To bound the stored events to replay, unless Upload is set.
+	From, To time.Time
+	Upload   *simulate.Upload
+	// Specs are the proposals to compare with the current settings.
+	Specs []simulate.PolicySpec
+	// PolicyField names field f of proposal i in error messages
+	// ("policies[0].types.comment.window").
+	PolicyField func(i int, f string) string
+}
+
+// Simulate checks the proposals against the types there are and replays:
+// the current settings first, then each proposal (named "Proposal N" if
+// it has no name). A replay of stored events also sets what was actually
+// sent beside them. Problems with the proposals come back as field errors.
+func Simulate(ctx context.Context, d *db.DB, req SimulationRequest) (*simulate.Report, []simulate.FieldError, error) {
+	if len(req.Specs) > simulate.MaxPolicies {
+		return nil, []simulate.FieldError{{Field: "policies", Message: fmt.Sprintf("has %d policies; compare at most %d at once", len(req.Specs), simulate.MaxPolicies)}}, nil
+	}
+	settings, err := SimulationSettings(ctx, d, req.From, req.To, req.Upload)
+	if err != nil {
+		return nil, nil, err
+	}
+	known := KnownTypes(settings, req.Upload)
+	policies := []simulate.Policy{simulate.Current()}
+	var errs []simulate.FieldError
+	for i, spec := range req.Specs {
+		p, ferrs := spec.Parse(known)
+		for _, e := range ferrs {
+			errs = append(errs, simulate.FieldError{Field: req.PolicyField(i, e.Field), Message: e.Message})
+		}
+		if p.Name == "" {
+			p.Name = fmt.Sprintf("Proposal %d", i+1)
+		}
+		policies = append(policies, p)
+	}
+	if len(errs) > 0 {
+		return nil, errs, nil
+	}
+	if req.Upload != nil {
+		rep, err := SimulateUpload(settings, policies, req.Upload)
+		return rep, nil, err
+	}
+	rep, err := SimulateStored(ctx, d, settings, policies, req.From, req.To)
+	return rep, nil, err
+}
+
 // SimulateStored replays the events accepted in [from, to) under policies
 // and sets the emails actually sent for them beside the results. Nothing
 // is written. The events stream from the database; one pass serves every
 // policy.
 func SimulateStored(ctx context.Context, d *db.DB, s *simulate.Settings, policies []simulate.Policy, from, to time.Time) (*simulate.Report, error) {
 	r := simulate.New(s, policies)
+	r.ExpectSent()
 	err := db.StreamSimulationEvents(ctx, d.Pool, from, to, func(ev *db.SimulationEvent) error {
 		if err := ctx.Err(); err != nil {
 			return err
