@@ -202,6 +202,9 @@ func (s *Server) feedCount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c)
 }
 
+// streamWriteTimeout bounds one write to a feed stream.
+const streamWriteTimeout = 15 * time.Second
+
 // feedStream is a Server-Sent Events stream of the recipient's counts: one
 // event at once, then one each time they change. Changes arrive through
 // FeedHub (PostgreSQL LISTEN/NOTIFY), not by polling.
@@ -223,7 +226,13 @@ func (s *Server) feedStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer stop()
 	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	// A stream outlives the server's write timeout, so each write gets a
+	// deadline of its own instead: a client that stops reading is still
+	// cut off, one write later.
+	flush := func() error {
+		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		return rc.Flush()
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -240,7 +249,7 @@ func (s *Server) feedStream(w http.ResponseWriter, r *http.Request) {
 			last = string(b)
 			fmt.Fprintf(w, "event: counts\ndata: %s\n\n", b)
 		}
-		return rc.Flush() == nil
+		return flush() == nil
 	}
 	if !send() {
 		return
@@ -257,7 +266,7 @@ func (s *Server) feedStream(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-ping.C:
 			fmt.Fprint(w, ": ping\n\n")
-			if rc.Flush() != nil {
+			if flush() != nil {
 				return
 			}
 		}
