@@ -64,7 +64,8 @@ func TestMetricsAfterEventAndFlush(t *testing.T) {
 
 	deadline := time.Now().Add(30 * time.Second)
 	text := scrape()
-	for !strings.Contains(text, `lull_deliveries_total{outcome="sent"} 1`) {
+	// The flush is counted last, after the delivery is recorded.
+	for !strings.Contains(text, `lull_flushes_total{outcome="sent"} 1`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no delivery counted within 30s:\n%s", text)
 		}
@@ -75,7 +76,7 @@ func TestMetricsAfterEventAndFlush(t *testing.T) {
 		"lull_events_ingested_total 1",
 		`lull_notifications_ingested_total{outcome="batched"} 1`,
 		"lull_batches_opened_total 1",
-		`lull_flushes_total{outcome="sent"} 1`,
+		`lull_deliveries_total{outcome="sent"} 1`,
 		"lull_delivery_lateness_seconds_count 1",
 		`lull_smtp_errors_total{class="5xx"} 0`,
 	} {
