@@ -80,6 +80,9 @@ func RecordAttempt(ctx context.Context, q Querier, id int64, ok bool, answer, st
 		    state = CASE WHEN $4 = '' THEN state ELSE $4 END,
 		    last_error = CASE WHEN $2 THEN last_error ELSE $3 END,
 		    confirmed = confirmed OR $2,
+		    -- A send the server accepted is not lost, whatever a sweep
+		    -- guessed while the confirmation was slow to be recorded.
+		    possibly_lost = possibly_lost AND NOT $2,
 		    sent_at = CASE WHEN $4 = 'sent' THEN coalesce(sent_at, $5) ELSE sent_at END,
 		    failed_at = CASE WHEN $4 = 'failed' THEN $5 ELSE failed_at END
 		WHERE id = $1`, id, ok, answer, state, now)

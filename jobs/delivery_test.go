@@ -12,8 +12,10 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs"
 	"github.com/lull-dev/lull/jobs/mailer"
 	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mailtemplates"
 )
 
 func smtpSetup(t *testing.T) (*testBundle, *smtptest.Server) {
@@ -91,5 +93,87 @@ func TestLastTemporaryFailureFailsVisibly(t *testing.T) {
 	}
 	if got := b.batch(t, id).State; got != db.StateFailed {
 		t.Fatalf("after the last attempt the batch is %s, want failed", got)
+	}
+}
+
+// senderFunc adapts a function to mailer.Sender.
+type senderFunc func(context.Context, *mailtemplates.Message) error
+
+func (f senderFunc) Send(ctx context.Context, m *mailtemplates.Message) error { return f(ctx, m) }
+
+// At-most-once, the sweep flags as possibly lost a delivery marked sent
+// and not confirmed for longer than RescueAfter, presuming its process
+// dead. A live process whose confirmation is merely slow to be recorded
+// (the pool busy, the database slow) gets flagged too; once the server's
+// acceptance is recorded, the delivery must not stay listed as possibly
+// lost, or operators chase emails that arrived.
+func TestConfirmedSendIsNotLeftPossiblyLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.flush.AtMostOnce = true
+	outbox := &jobs.Outbox{DB: b.db}
+	b.withSender(senderFunc(func(ctx context.Context, m *mailtemplates.Message) error {
+		// The sweep runs while the send is in flight and judges it stale.
+		if err := db.FlagUnconfirmed(ctx, b.db.Pool, b.clock.Now().Add(time.Hour)); err != nil {
+			return err
+		}
+		return outbox.Send(ctx, m)
+	}))
+	b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
+	b.recipient(t, "bob", "UTC")
+	id := b.post(t, "alert", "system", "bob").Batches[0].ID
+	if err := b.work(context.Background(), id, 1); err != nil {
+		t.Fatal(err)
+	}
+	d, err := db.GetDeliveryByBatch(context.Background(), b.db.Pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Confirmed || d.PossiblyLost {
+		t.Fatalf("delivery confirmed %v, possibly lost %v; want confirmed and not lost", d.Confirmed, d.PossiblyLost)
+	}
+}
+
+// At-most-once, a second flush job for a batch (the sweep's, an
+// operator's) that runs while the first is still talking to SMTP finds
+// the batch marked sent and unconfirmed. That is no sign of a lost email:
+// the send is in flight. Here it then fails with a 451, so the email is
+// known not sent and will be retried; it must not be listed as possibly
+// lost, and the retry must send it once.
+func TestSecondJobDoesNotFlagASendInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.flush.AtMostOnce = true
+	ctx := context.Background()
+	outbox := &jobs.Outbox{DB: b.db}
+	var id int64
+	calls := 0
+	b.withSender(senderFunc(func(ctx context.Context, m *mailtemplates.Message) error {
+		if calls++; calls == 1 {
+			if err := b.workAs(ctx, 99, id, 1); err != nil {
+				return err
+			}
+			return &mailer.SendError{Temporary: true, Code: 451, Answer: "451 4.3.0 try again later"}
+		}
+		return outbox.Send(ctx, m)
+	}))
+	b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
+	b.recipient(t, "bob", "UTC")
+	id = b.post(t, "alert", "system", "bob").Batches[0].ID
+	if err := b.workAs(ctx, 7, id, 1); !mailer.IsTemporary(err) {
+		t.Fatalf("first attempt: %v, want the 451 back for River to retry", err)
+	}
+	d, err := db.GetDeliveryByBatch(ctx, b.db.Pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.PossiblyLost {
+		t.Fatal("a send known to have failed is listed as possibly lost")
+	}
+	if err := b.workAs(ctx, 7, id, 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := len(b.outbox(t)); got != 1 {
+		t.Fatalf("%d emails after the retry, want 1", got)
 	}
 }

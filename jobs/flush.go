@@ -149,7 +149,13 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 			return nil, 0, nil
 		}
 	case db.StateSent:
-		if w.AtMostOnce {
+		// At-most-once marks a batch sent before SMTP answers. Only the
+		// job that marked it, run again, knows that its send died with
+		// its process or went unrecorded. Any other job for the batch
+		// (the sweep's, an operator's) may be racing a send still in
+		// flight, and must not call it lost; the sweep flags a marking
+		// left unconfirmed for RescueAfter in any case.
+		if w.AtMostOnce && b.FlushJobID != nil && *b.FlushJobID == job.ID {
 			return nil, 0, w.flagLost(ctx, tx, b.ID)
 		}
 		return nil, 0, nil
@@ -279,17 +285,20 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 	final := sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
 	w.Metrics.Delivered(sendErr, final, now.Sub(plan.closesAt))
 	err := w.DB.Pipeline(context.WithoutCancel(ctx), func(tx db.Querier) error {
+		// The batch row first, then the delivery's, in the order prepare
+		// and flagLost lock them: the other order deadlocks against a
+		// job that holds the batch and waits for the delivery.
 		switch {
 		case sendErr == nil:
-			if err := db.RecordAttempt(ctx, tx, plan.delivery.ID, true, "ok", db.StateSent, now); err != nil {
+			if err := db.SetBatchState(ctx, tx, plan.batchID, db.StateSent, "", 0, now); err != nil {
 				return err
 			}
-			return db.SetBatchState(ctx, tx, plan.batchID, db.StateSent, "", 0, now)
+			return db.RecordAttempt(ctx, tx, plan.delivery.ID, true, "ok", db.StateSent, now)
 		case final:
-			if err := db.RecordAttempt(ctx, tx, plan.delivery.ID, false, sendErr.Error(), db.StateFailed, now); err != nil {
+			if err := db.SetBatchState(ctx, tx, plan.batchID, db.StateFailed, sendErr.Error(), 0, now); err != nil {
 				return err
 			}
-			return db.SetBatchState(ctx, tx, plan.batchID, db.StateFailed, sendErr.Error(), 0, now)
+			return db.RecordAttempt(ctx, tx, plan.delivery.ID, false, sendErr.Error(), db.StateFailed, now)
 		default:
 			state := ""
 			if w.AtMostOnce {
