@@ -260,6 +260,8 @@ func (s *Server) feedStream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.draining:
+			return
 		case <-wake:
 			if !send() {
 				return

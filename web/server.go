@@ -41,6 +41,10 @@ type Server struct {
 	assets       *static.Assets
 	linkLimiter  *limiter
 	loginLimiter *limiter
+	// draining is closed when the HTTP server shuts down, to end the
+	// feed streams, which never finish by themselves.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // init builds what the handlers share; Handler calls it once.
@@ -50,6 +54,7 @@ func (s *Server) init() {
 		s.assets = static.New()
 		s.linkLimiter = newLimiter(20, 3*time.Second)
 		s.loginLimiter = newLimiter(10, 6*time.Second)
+		s.draining = make(chan struct{})
 	})
 }
 
@@ -58,9 +63,12 @@ func itoa(n int) string { return strconv.Itoa(n) }
 type pgxTx = pgx.Tx
 
 // HTTPServer wraps the handler with timeouts that keep slow or stalled
-// clients from holding connections forever.
+// clients from holding connections forever. Its Shutdown ends the feed
+// streams, so that a graceful shutdown waits for the requests in
+// progress, not for stream clients to leave (they reconnect to another
+// process).
 func (s *Server) HTTPServer(addr string) *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Addr:              addr,
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -69,6 +77,8 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	hs.RegisterOnShutdown(func() { s.drainOnce.Do(func() { close(s.draining) }) })
+	return hs
 }
 
 func (s *Server) now() time.Time {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
@@ -23,14 +24,18 @@ import (
 // kill it with SIGKILL) by setting LULL_TEST_SERVE.
 func TestMain(m *testing.M) {
 	if os.Getenv("LULL_TEST_SERVE") == "1" {
-		ctx := context.Background()
+		// As main does: SIGTERM and Ctrl-C start a graceful shutdown.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
 		if every, err := time.ParseDuration(os.Getenv("LULL_TEST_STATS")); err == nil {
 			go reportStats(every)
 		}
 		if err := run(ctx, []string{"serve"}, os.Getenv, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			stop()
 			os.Exit(1)
 		}
+		stop()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -371,4 +372,72 @@ func mapKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestSIGTERMFinishesTheSendsInFlight sends SIGTERM to lull while six
+// emails are being sent (four in the middle of SMTP, two waiting for one
+// of the four connections) and a client holds a feed stream open, as
+// during any deploy. lull must stop taking requests, let the sends finish
+// and record them (so a restart does not send them again), close the
+// stream, and exit cleanly within seconds, not at the end of its shutdown
+// deadline with the sends canceled.
+func TestSIGTERMFinishesTheSendsInFlight(t *testing.T) {
+	t.Parallel()
+	const n = 6
+	smtp := smtptest.Start(t)
+	smtp.Hold()
+	dbURL := dbtest.NewURL(t)
+	p := startProcess(t, faultEnv(dbURL, smtp))
+	p.post(t, "/api/v1/types/alert", faultAPIKey, `{"default_mode":"immediate"}`)
+	for i := range n {
+		p.post(t, "/api/v1/events", faultAPIKey, fmt.Sprintf(`{"type":"alert","recipients":[{"id":"r%d","email":"r%d@example.com"}]}`, i, i))
+	}
+	waitUntil(t, 20*time.Second, "four emails in flight and two waiting", func() bool {
+		return smtp.InFlight() == 4 && queryInt(t, dbURL, "SELECT count(*) FROM batches WHERE state = 'flushing'") == n
+	})
+
+	req, _ := http.NewRequest("GET", p.base+"/api/v1/recipients/r0/feed/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+faultAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("feed stream: %v %v", err, resp)
+	}
+	streamDone := make(chan struct{})
+	go func() { io.Copy(io.Discard, resp.Body); resp.Body.Close(); close(streamDone) }()
+
+	start := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	smtp.Release(true)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("lull exited with %v after SIGTERM:\n%s", err, p.out.String())
+		}
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		time.Sleep(2 * time.Second)
+		t.Fatalf("lull still running 15s after SIGTERM:\n%s", p.out.String())
+	}
+	took := time.Since(start)
+	if took > 5*time.Second {
+		t.Errorf("shutdown took %v, want a few seconds", took.Round(100*time.Millisecond))
+	}
+	select {
+	case <-streamDone:
+	case <-time.After(5 * time.Second):
+		t.Error("the feed stream was left open after lull exited")
+	}
+	if got := smtp.Received(); got != n {
+		t.Errorf("%d emails received, want %d", got, n)
+	}
+	if got := queryInt(t, dbURL, "SELECT count(*) FROM batches b JOIN deliveries d ON d.batch_id = b.id WHERE b.state = 'sent' AND d.confirmed"); got != n {
+		t.Errorf("%d of the %d sends in progress at SIGTERM were finished and recorded", got, n)
+	}
+	t.Logf("SIGTERM with %d sends in progress and a feed stream open: exited after %v; %d emails received, %d recorded sent",
+		n, took.Round(100*time.Millisecond), smtp.Received(), queryInt(t, dbURL, "SELECT count(*) FROM batches WHERE state = 'sent'"))
 }

@@ -27,11 +27,11 @@ import (
 
 // app is a running lull: database, River client and HTTP server.
 type app struct {
-	cfg    *Config
-	logger *slog.Logger
-	db     *db.DB
-	river  *river.Client[pgx.Tx]
-	engine *batching.Engine
+	cfg     *Config
+	logger  *slog.Logger
+	db      *db.DB
+	river   *river.Client[pgx.Tx]
+	engine  *batching.Engine
 	web     *web.Server
 	sender  mailer.Sender
 	metrics *metrics.Metrics
@@ -79,7 +79,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	srv := a.web.HTTPServer(cfg.Addr)
-	if err := a.river.Start(ctx); err != nil {
+	// River's context outlives SIGTERM: canceling the context Start was
+	// given is River's abrupt stop, which cancels running flushes in the
+	// middle of SMTP. The shutdown below stops River gracefully instead.
+	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	go a.web.Feed.Run(ctx)
