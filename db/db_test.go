@@ -99,3 +99,37 @@ func TestPipelineIsAllOrNothing(t *testing.T) {
 		t.Fatalf("%d rows kept from a failed pipeline, want 0", n)
 	}
 }
+
+// A notification older than the retention that still waits in an open
+// batch (a weekly digest, a cooldown without a maximum wait) must survive
+// retention, with its event, until the batch is sent; then its day goes.
+func TestMaintainPartitionsKeepsDaysWithUnsentBatches(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE TABLE events_p20200101 PARTITION OF events FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')`,
+		`CREATE TABLE notifications_p20200101 PARTITION OF notifications FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')`,
+		`INSERT INTO recipients (id, email) VALUES ('bob', 'bob@example.com')`,
+		`INSERT INTO batches (id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at, item_count)
+		 VALUES (1, 'bob', 'digest:weekly', 'weekly', '2020-01-01', '2020-01-01', now() + interval '1 day', 1)`,
+		`INSERT INTO events (id, created_at, type_key, occurred_at) VALUES (1, '2020-01-01 12:00+00', 'comment', '2020-01-01')`,
+		`INSERT INTO notifications (created_at, event_id, recipient_id, type_key, batch_id, occurred_at)
+		 VALUES ('2020-01-01 12:00+00', 1, 'bob', 'comment', 1, '2020-01-01')`,
+	} {
+		if _, err := d.Pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := time.Now().Add(-720 * time.Hour)
+	if dropped, err := db.MaintainPartitions(ctx, d.Pool, cutoff); err != nil || len(dropped) != 0 {
+		t.Fatalf("dropped %v (%v) while the day's notification waits in an open batch", dropped, err)
+	}
+	if _, err := d.Pool.Exec(ctx, `UPDATE batches SET state = 'sent' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := db.MaintainPartitions(ctx, d.Pool, cutoff)
+	if err != nil || len(dropped) != 2 {
+		t.Fatalf("dropped %v (%v) after the batch was sent, want both 2020 partitions", dropped, err)
+	}
+}

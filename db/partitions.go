@@ -3,12 +3,19 @@ package db
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // MaintainPartitions creates day partitions a week ahead and drops the
 // day partitions of events and notifications that end before cutoff. It
 // returns the names of the dropped tables.
+//
+// A day whose notifications still wait in an open or flushing batch is
+// kept, whatever its age: a weekly digest, or a cooldown without a
+// maximum wait, can hold a notification longer than the retention, and
+// dropping it would lose an acknowledged event without a trace. The day
+// goes at the first run after its last batch is sent or canceled.
 func MaintainPartitions(ctx context.Context, q Querier, cutoff time.Time) ([]string, error) {
 	if _, err := q.Exec(ctx, `SELECT lull_ensure_partitions(7)`); err != nil {
 		return nil, fmt.Errorf("create partitions: %w", err)
@@ -29,12 +36,47 @@ func MaintainPartitions(ctx context.Context, q Querier, cutoff time.Time) ([]str
 	if err != nil {
 		return nil, err
 	}
+	pinned, err := pinnedDays(ctx, q, names)
+	if err != nil {
+		return nil, err
+	}
+	var dropped []string
 	for _, n := range names {
+		if pinned[n[len(n)-8:]] {
+			continue
+		}
+		dropped = append(dropped, n)
 		if _, err := q.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS %q`, n)); err != nil {
 			return nil, fmt.Errorf("drop %s: %w", n, err)
 		}
 	}
-	return names, nil
+	return dropped, nil
+}
+
+// pinnedDays returns the days (YYYYMMDD) among the partitions named whose
+// notifications are in a batch not yet sent or canceled. The query starts
+// from the unsent batches, which are few, and probes each day's partition
+// by its batch_id index.
+func pinnedDays(ctx context.Context, q Querier, names []string) (map[string]bool, error) {
+	pinned := map[string]bool{}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "notifications_p") {
+			continue
+		}
+		var held bool
+		err := q.QueryRow(ctx, fmt.Sprintf(`
+			SELECT EXISTS (
+			    SELECT 1 FROM batches b
+			    WHERE b.state IN ('open', 'flushing')
+			      AND EXISTS (SELECT 1 FROM %q n WHERE n.batch_id = b.id))`, n)).Scan(&held)
+		if err != nil {
+			return nil, fmt.Errorf("check %s for unsent notifications: %w", n, err)
+		}
+		if held {
+			pinned[n[len(n)-8:]] = true
+		}
+	}
+	return pinned, nil
 }
 
 func collectStrings(rows interface {
