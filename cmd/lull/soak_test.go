@@ -110,6 +110,11 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s grew from %.0f in the first %v to %.0f in the last", m.name, first, window, last)
 		}
 		report = append(report, fmt.Sprintf("%s %s -> %s", m.name, human(m.name, first), human(m.name, last)))
+		var steps []string
+		for at := start; !at.Add(window).After(end); at = at.Add(window) {
+			steps = append(steps, human(m.name, m.series.mean(at, at.Add(window))))
+		}
+		t.Logf("%s by %v: %s", m.name, window, strings.Join(steps, ", "))
 	}
 	first, last := latencyP99(reqs, start, start.Add(window)), latencyP99(reqs, end.Add(-window), end)
 	t.Logf("soak %v at %.0f events/s: %d events acknowledged, %d failed; %d batches, %d emails, all delivered once; %s; p99 ingest latency %v -> %v",
