@@ -48,6 +48,10 @@ func TestKillDuringIngestLosesNoAcknowledgedEvent(t *testing.T) {
 	waitUntil(t, 60*time.Second, "300 acknowledged events and 60 emails", func() bool {
 		return load.ackedCount() >= 300 && queryInt(t, dbURL, "SELECT count(*) FROM outbox") >= 60
 	})
+	// Aim the kill at a moment when requests are in progress.
+	for deadline := time.Now().Add(5 * time.Second); load.inFlight.Load() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	killedAt := time.Now()
 	a.kill(t)
 	stop()

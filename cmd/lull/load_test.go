@@ -70,6 +70,7 @@ type loadGen struct {
 	targets    atomic.Pointer[[]string]
 	seq        atomic.Int64
 	turn       atomic.Int64
+	inFlight   atomic.Int64 // requests sent and not yet answered
 
 	mu       sync.Mutex
 	acked    map[string]int64    // key -> event id, for 2xx answers
@@ -120,7 +121,9 @@ func (l *loadGen) post(ctx context.Context, base string, n int64) request {
 	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/v1/events", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+faultAPIKey)
 	req.Header.Set("Content-Type", "application/json")
+	l.inFlight.Add(1)
 	resp, err := l.client.Do(req)
+	l.inFlight.Add(-1)
 	r.took = time.Since(r.start)
 	r.canceled = err != nil && ctx.Err() != nil
 	if err == nil {
