@@ -27,6 +27,7 @@ type Config struct {
 	AdminPassword string
 	SMTPURL       string
 	SMTPRate      float64
+	SMTPConns     int
 	MailFrom      string
 	Delivery      string
 	Retention     time.Duration
@@ -59,6 +60,7 @@ func (c *Config) vars() []configVar {
 		{"LULL_ADMIN_PASSWORD", "", "a bootstrap operator's password", str(&c.AdminPassword)},
 		{"LULL_SMTP_URL", "", "smtp://user:pass@host:port, smtps://..., ?starttls=required; empty: the built-in outbox", str(&c.SMTPURL)},
 		{"LULL_SMTP_RATE", "0", "SMTP messages per second at most; 0: no limit", func(s string) (err error) { c.SMTPRate, err = strconv.ParseFloat(s, 64); return err }},
+		{"LULL_SMTP_CONNECTIONS", "4", "SMTP connections open at once, each reused for many emails", func(s string) (err error) { c.SMTPConns, err = strconv.Atoi(s); return err }},
 		{"LULL_MAIL_FROM", "lull@localhost", "From address", str(&c.MailFrom)},
 		{"LULL_DELIVERY", "at-least-once", "at-least-once or at-most-once", func(s string) error {
 			if s != "at-least-once" && s != "at-most-once" {
@@ -98,6 +100,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	}
 	if c.Secret != "" && len(c.Secret) < 32 {
 		return nil, fmt.Errorf("LULL_SECRET must be at least 32 bytes")
+	}
+	if c.SMTPConns < 1 {
+		return nil, fmt.Errorf("LULL_SMTP_CONNECTIONS must be at least 1")
 	}
 	if c.Retention < 24*time.Hour {
 		return nil, fmt.Errorf("LULL_RETENTION must be at least 24h (partitions are whole days)")

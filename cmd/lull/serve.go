@@ -162,7 +162,7 @@ func (a *app) build(ctx context.Context) error {
 	if cfg.SMTPURL == "" {
 		a.sender = &jobs.Outbox{DB: a.db}
 	} else {
-		s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate}, a.logger)
+		s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate, Concurrency: cfg.SMTPConns}, a.logger)
 		if err != nil {
 			return err
 		}

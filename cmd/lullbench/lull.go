@@ -29,7 +29,7 @@ func startLull(ctx context.Context, dbURL, smtpURL string) (*lullProcess, error)
 	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LULL_SMTP_URL="+smtpURL, "LULL_API_KEY="+benchKey,
-		"LULL_ADDR=127.0.0.1:0", "LULL_WORKERS=100", "LULL_MAIL_FROM=bench@lull.localhost")
+		"LULL_ADDR=127.0.0.1:0", "LULL_WORKERS=100", "LULL_SMTP_CONNECTIONS=100", "LULL_MAIL_FROM=bench@lull.localhost")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -263,15 +263,34 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	if perSecond > 0 {
 		spacing = 1 / float64(perSecond)
 	}
-	if _, err := b.conn.Exec(ctx, `
-		WITH due AS (
-			UPDATE batches b SET closes_at = x.at
-			FROM (SELECT id, now() + interval '3 seconds' + make_interval(secs => $2 * (row_number() OVER (ORDER BY id) - 1)) AS at
-			      FROM batches WHERE state = 'open' AND batch_key = 'digest:daily' AND recipient_id LIKE $1 || '%') x
-			WHERE b.id = x.id RETURNING b.id, b.closes_at)
-		UPDATE river_job j SET scheduled_at = due.closes_at FROM due
-		WHERE j.kind = 'flush_batch' AND j.state = 'scheduled' AND (j.args->>'batch_id')::bigint = due.id`, prefix, spacing); err != nil {
+	// Pair each batch with its flush job first, so that the timed updates
+	// join on primary keys and commit well before the first close.
+	tx, err := b.conn.Begin(ctx)
+	if err != nil {
 		return waveResult{}, err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `
+		CREATE TEMP TABLE due ON COMMIT DROP AS
+		SELECT b.id AS batch_id, j.id AS job_id, row_number() OVER (ORDER BY b.id) - 1 AS n
+		FROM batches b JOIN river_job j ON j.kind = 'flush_batch' AND j.state = 'scheduled' AND (j.args->>'batch_id')::bigint = b.id
+		WHERE b.state = 'open' AND b.batch_key = 'digest:daily' AND b.recipient_id LIKE $1 || '%'`, prefix); err != nil {
+		return waveResult{}, err
+	}
+	at := time.Now().Add(3 * time.Second)
+	for _, q := range []string{
+		`UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2 * due.n) FROM due WHERE b.id = due.batch_id`,
+		`UPDATE river_job j SET scheduled_at = $1::timestamptz + make_interval(secs => $2 * due.n) FROM due WHERE j.id = due.job_id`,
+	} {
+		if _, err := tx.Exec(ctx, q, at, spacing); err != nil {
+			return waveResult{}, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return waveResult{}, err
+	}
+	if late := time.Since(at); late > 0 {
+		return waveResult{}, fmt.Errorf("moving the digests forward took past their close by %s", late)
 	}
 	const q = `FROM batches b JOIN deliveries d ON d.batch_id = b.id
 		WHERE b.batch_key = 'digest:daily' AND b.recipient_id LIKE $1 || '%'`
@@ -295,7 +314,7 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	}
 	var r waveResult
 	var first, last time.Time
-	err := b.conn.QueryRow(ctx, `
+	err = b.conn.QueryRow(ctx, `
 		SELECT min(b.closes_at), max(d.sent_at),
 		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.sent_at - b.closes_at)),
 		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM d.sent_at - b.closes_at)),
