@@ -241,6 +241,19 @@ func TestHostileHugeRecipientLists(t *testing.T) {
 		t.Fatalf("100,000 recipients gave %v notifications", p["notifications"])
 	}
 
+	// An unknown recipient, first in the list but last of several chunks
+	// (recipients are written in id order), refuses the whole event,
+	// naming its entry, and writes nothing for the chunks before it.
+	withUnknown := bytes.Replace(recipientsBody(50_000, false), []byte(`"recipients":[`), []byte(`"recipients":["zz_unknown",`), 1)
+	status, _, p = a.raw(t, "POST", "/api/v1/events", withUnknown)
+	if status != http.StatusUnprocessableEntity || fieldOf(p) != "recipients[0]" {
+		t.Fatalf("unknown recipient with 50,000 known ones: %d %v, want 422 naming recipients[0]", status, p)
+	}
+	var stored int
+	if err := a.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM notifications`).Scan(&stored); err != nil || stored != 100_000 {
+		t.Fatalf("after the refused event %d notifications are stored (%v), want the first event's 100,000", stored, err)
+	}
+
 	million := recipientsBody(1_000_000, false)
 	status, ctype, p := a.raw(t, "POST", "/api/v1/events", million)
 	if status != http.StatusUnprocessableEntity || ctype != "application/problem+json" || fieldOf(p) != "recipients" ||

@@ -22,14 +22,14 @@ type lullProcess struct {
 
 const benchKey = "lull_bench_key"
 
-func startLull(ctx context.Context, dbURL, smtpURL string) (*lullProcess, error) {
+func startLull(ctx context.Context, dbURL, smtpURL string, workers int) (*lullProcess, error) {
 	bin := filepath.Join(os.TempDir(), "lull-bench-bin")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/lull").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build lull: %w\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LULL_SMTP_URL="+smtpURL, "LULL_API_KEY="+benchKey,
-		"LULL_ADDR=127.0.0.1:0", "LULL_WORKERS=100", "LULL_SMTP_CONNECTIONS=100", "LULL_MAIL_FROM=bench@lull.localhost")
+		"LULL_ADDR=127.0.0.1:0", fmt.Sprint("LULL_WORKERS=", workers), fmt.Sprint("LULL_SMTP_CONNECTIONS=", workers), "LULL_MAIL_FROM=bench@lull.localhost")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

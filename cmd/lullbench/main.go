@@ -38,15 +38,16 @@ type bench struct {
 func main() {
 	quick := flag.Bool("quick", false, "short runs (about two minutes in all)")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
+	workers := flag.Int("workers", 100, "LULL_WORKERS for lull, with as many SMTP connections")
 	only := flag.String("only", "", "run just this scenario (ingest, fan-out, flush wave, growth) and print it")
 	flag.Parse()
-	if err := run(context.Background(), *quick, *only, *out); err != nil {
+	if err := run(context.Background(), *quick, *workers, *only, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lullbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, quick bool, only, out string) error {
+func run(ctx context.Context, quick bool, workers int, only, out string) error {
 	cwd, _ := os.Getwd()
 	// A durable cluster (fsync on), so the figures and the pgbench
 	// reference are what a real server gives.
@@ -54,7 +55,7 @@ func run(ctx context.Context, quick bool, only, out string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{quick: quick, server: cluster.URL("postgres"), dbURL: cluster.URL("lull_bench"), report: newReport(quick)}
+	b := &bench{quick: quick, server: cluster.URL("postgres"), dbURL: cluster.URL("lull_bench"), report: newReport(quick, workers)}
 	b.pgBin = filepath.Dir(findPgbench())
 	if err := b.freshDatabase(ctx); err != nil {
 		return err
@@ -63,7 +64,7 @@ func run(ctx context.Context, quick bool, only, out string) error {
 		return err
 	}
 	defer b.smtp.Close()
-	if b.lull, err = startLull(ctx, b.dbURL, b.smtp.URL()); err != nil {
+	if b.lull, err = startLull(ctx, b.dbURL, b.smtp.URL(), workers); err != nil {
 		return err
 	}
 	defer b.lull.stop()
@@ -87,11 +88,11 @@ func run(ctx context.Context, quick bool, only, out string) error {
 		if err := sc.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
+		b.report.memory(sc.name, b.lull.peakRSS())
 	}
 	if only != "" {
 		return nil
 	}
-	b.report.memory(b.lull.peakRSS())
 	b.report.micro(microBenchmarks())
 	return b.report.write(out)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -203,8 +204,12 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 	return res, nil
 }
 
+// fanOutChunk is how many recipients of one event are routed and written
+// at a time. The whole event is still one transaction; chunks only bound
+// the memory a fan-out to 100,000 recipients holds at once.
+const fanOutChunk = 10_000
+
 func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *db.Type, ev *Event) (*IngestResult, error) {
-	now := e.now()
 	var inline []db.Recipient
 	ids := make([]string, len(ev.Recipients))
 	for i, r := range ev.Recipients {
@@ -216,15 +221,6 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	if err := db.UpsertRecipients(ctx, tx, inline); err != nil {
 		return nil, err
 	}
-	settings, err := db.LoadRecipientSettings(ctx, tx, ids, typ.Key)
-	if err != nil {
-		return nil, err
-	}
-	for i, id := range ids {
-		if _, ok := settings[id]; !ok {
-			return nil, &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", id)}}}
-		}
-	}
 	stored := &db.Event{APIKeyID: apiKeyID, Key: ev.Key, TypeKey: typ.Key, BatchKey: ev.BatchKey, OccurredAt: *ev.OccurredAt, Recipients: len(ids)}
 	stored.Actor, _ = json.Marshal(ev.Actor)
 	stored.Object, _ = json.Marshal(ev.Object)
@@ -233,20 +229,60 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	if err != nil {
 		return nil, err
 	}
+	res := &IngestResult{ID: eventID, Batches: make([]BatchRef, 0, len(ids))}
+	// Batch rows are locked in recipient order, in every chunk and across
+	// them, so that two events with overlapping recipients cannot deadlock.
+	slices.Sort(ids)
+	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res}
+	for start := 0; start < len(ids); start += fanOutChunk {
+		if err := in.part(ctx, ids[start:min(start+fanOutChunk, len(ids))]); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
 
-	r := router{typ: typ, eventBatchKey: ev.BatchKey, now: now}
+// ingestion is one event being written, chunk by chunk.
+type ingestion struct {
+	*Engine
+	tx      pgx.Tx
+	typ     *db.Type
+	ev      *Event
+	eventID int64
+	created time.Time
+	now     time.Time
+	res     *IngestResult
+}
+
+// part routes the recipients in ids into their batches and writes their
+// notifications, skips and flush jobs.
+func (in *ingestion) part(ctx context.Context, ids []string) error {
+	tx, typ := in.tx, in.typ
+	settings, err := db.LoadRecipientSettings(ctx, tx, ids, typ.Key)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, ok := settings[id]; !ok {
+			i := slices.IndexFunc(in.ev.Recipients, func(r RecipientRef) bool { return r.ID == id })
+			return &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", id)}}}
+		}
+	}
+	r := router{typ: typ, eventBatchKey: in.ev.BatchKey, now: in.now}
 	if err := r.route(ctx, tx, ids, settings); err != nil {
-		return nil, err
+		return err
 	}
-	joined, err := db.JoinBatches(ctx, tx, r.joins, now)
+	joined, err := db.JoinBatches(ctx, tx, r.joins, in.now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res := &IngestResult{ID: eventID, Suppressed: len(r.skips), Batches: make([]BatchRef, 0, len(joined))}
-	flushes, err := e.settleCloseTimes(ctx, tx, typ, joined, settings, now)
+	flushes, err := in.settleCloseTimes(ctx, tx, typ, joined, settings, in.now)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	res := in.res
+	res.Suppressed += len(r.skips)
+	res.Notifications += len(joined)
 	rids, bids := make([]string, len(joined)), make([]int64, len(joined))
 	for i, b := range joined {
 		rids[i], bids[i] = b.RecipientID, b.ID
@@ -255,23 +291,22 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 			res.opened++
 		}
 	}
-	res.Notifications = len(joined)
-	if err := db.InsertNotifications(ctx, tx, eventID, created, typ.Key, *ev.OccurredAt, rids, bids); err != nil {
-		return nil, err
+	if err := db.InsertNotifications(ctx, tx, in.eventID, in.created, typ.Key, *in.ev.OccurredAt, rids, bids); err != nil {
+		return err
 	}
 	if err := db.NotifyFeed(ctx, tx, rids); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range r.skips {
-		r.skips[i].EventID = &eventID
+		r.skips[i].EventID = &in.eventID
 	}
 	if err := db.InsertSkips(ctx, tx, r.skips); err != nil {
-		return nil, err
+		return err
 	}
-	if err := e.Scheduler.ScheduleFlushes(ctx, tx, flushes); err != nil {
-		return nil, fmt.Errorf("schedule flushes: %w", err)
+	if err := in.Scheduler.ScheduleFlushes(ctx, tx, flushes); err != nil {
+		return fmt.Errorf("schedule flushes: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // settleCloseTimes recomputes each joined batch's close time from its
