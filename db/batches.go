@@ -105,25 +105,31 @@ type Item struct {
 // BatchItems returns a batch's notifications in arrival order, retracted
 // ones included (marked) when withRetracted is set.
 func BatchItems(ctx context.Context, q Querier, batchID int64, withRetracted bool) ([]Item, error) {
-	rows, err := q.Query(ctx, `
-		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.retracted_at, n.read_at
-		FROM notifications n
-		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
-		WHERE n.batch_id = $1 AND ($2 OR n.retracted_at IS NULL)
-		ORDER BY n.id`, batchID, withRetracted)
+	rows, err := q.Query(ctx, itemsQuery, batchID, withRetracted)
+	items, err := collectItems(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("batch %d items: %w", batchID, err)
 	}
-	defer rows.Close()
-	var items []Item
-	for rows.Next() {
-		var it Item
-		if err := rows.Scan(&it.NotificationID, &it.EventID, &it.TypeKey, &it.Actor, &it.Object, &it.Data, &it.OccurredAt, &it.RetractedAt, &it.ReadAt); err != nil {
-			return nil, fmt.Errorf("batch %d items: %w", batchID, err)
-		}
-		items = append(items, it)
+	return items, nil
+}
+
+// itemsQuery reads batch $1's items, retracted ones only when $2.
+const itemsQuery = `
+	SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.retracted_at, n.read_at
+	FROM notifications n
+	JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+	WHERE n.batch_id = $1 AND ($2 OR n.retracted_at IS NULL)
+	ORDER BY n.id`
+
+func collectItems(rows pgx.Rows, err error) ([]Item, error) {
+	if err != nil {
+		return nil, err
 	}
-	return items, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Item, error) {
+		var it Item
+		err := row.Scan(&it.NotificationID, &it.EventID, &it.TypeKey, &it.Actor, &it.Object, &it.Data, &it.OccurredAt, &it.RetractedAt, &it.ReadAt)
+		return it, err
+	})
 }
 
 // DueBatches returns open batches whose close time has passed, oldest

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // RecipientSettings is what the engine needs to route one notification:
@@ -22,40 +24,26 @@ func LoadRecipientSettings(ctx context.Context, q Querier, ids []string, typeKey
 	return out, err
 }
 
-// LoadTypeSettings loads one recipient's settings for each of typeKeys, in
-// one query: what a flush checks again for a digest of several types. A
-// missing recipient gives an empty map.
-func LoadTypeSettings(ctx context.Context, q Querier, id string, typeKeys []string) (map[string]RecipientSettings, error) {
-	var rec *Recipient
-	prefs := map[string]*TypePreference{}
-	err := loadSettings(ctx, q, []string{id}, typeKeys, func(s RecipientSettings) {
-		rec = &s.Recipient
-		if s.Pref != nil {
-			prefs[s.Pref.TypeKey] = s.Pref
-		}
-	})
-	out := make(map[string]RecipientSettings, len(typeKeys))
-	if rec == nil || err != nil {
-		return out, err
-	}
-	for _, k := range typeKeys {
-		out[k] = RecipientSettings{Recipient: *rec, Pref: prefs[k]}
-	}
-	return out, nil
-}
-
 // loadSettings calls fn for each recipient in ids, once per stored
 // preference for one of typeKeys, or once with a nil Pref when there is none.
 func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn func(RecipientSettings)) error {
-	rows, err := q.Query(ctx, `
-		SELECT r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
-		       r.quiet_start, r.quiet_end, r.unsubscribed,
-		       tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead
+	rows, err := q.Query(ctx, `SELECT `+settingsColumns+`
 		FROM recipients r
 		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key = ANY($2)
 		WHERE r.id = ANY($1)`, ids, typeKeys)
-	if err != nil {
+	if err := scanSettings(rows, err, fn); err != nil {
 		return fmt.Errorf("load recipients: %w", err)
+	}
+	return nil
+}
+
+const settingsColumns = `r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
+	r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
+
+// scanSettings calls fn for each row of a query selecting settingsColumns.
+func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -65,7 +53,7 @@ func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn fun
 		r := &s.Recipient
 		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
 			&r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
-			return fmt.Errorf("load recipients: %w", err)
+			return err
 		}
 		if mode != nil {
 			p.Mode, p.RecipientID, p.TypeKey = *mode, r.ID, *key

@@ -46,26 +46,15 @@ func GetType(ctx context.Context, q bun.IDB, key string) (*Type, error) {
 	return t, nil
 }
 
-// TypesByKey loads the types named by keys through q, which may be a
-// transaction: the flush worker reads them inside its own transaction, as
-// taking a second pool connection there could exhaust the pool.
-func TypesByKey(ctx context.Context, q Querier, keys []string) (map[string]*Type, error) {
-	rows, err := q.Query(ctx, `SELECT key, name, description, category, required, default_mode, window_ms,
-		max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read,
-		created_at, updated_at
-		FROM notification_types WHERE key = ANY($1)`, keys)
+const typeColumns = `key, name, description, category, required, default_mode, window_ms,
+	max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read,
+	created_at, updated_at`
+
+func collectTypes(rows pgx.Rows, err error) ([]*Type, error) {
 	if err != nil {
-		return nil, fmt.Errorf("load types: %w", err)
+		return nil, err
 	}
-	ts, err := pgx.CollectRows(rows, pgx.RowToAddrOfStructByName[Type])
-	if err != nil {
-		return nil, fmt.Errorf("load types: %w", err)
-	}
-	out := make(map[string]*Type, len(ts))
-	for _, t := range ts {
-		out[t.Key] = t
-	}
-	return out, nil
+	return pgx.CollectRows(rows, pgx.RowToAddrOfStructByName[Type])
 }
 
 // ListTypes returns every type, by category then name.

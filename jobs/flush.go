@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -127,13 +126,14 @@ func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error
 // is not due yet, or neither when there is nothing to do.
 func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[FlushArgs]) (*sendPlan, time.Duration, error) {
 	now := w.now()
-	b, err := db.LockBatch(ctx, tx, job.Args.BatchID)
+	fc, err := db.LockForFlush(ctx, tx, job.Args.BatchID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, 0, nil
 	}
 	if err != nil {
 		return nil, 0, err
 	}
+	b := fc.Batch
 	switch b.State {
 	case db.StateOpen:
 		if b.ClosesAt.After(now) {
@@ -163,7 +163,7 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 		return nil, 0, nil
 	}
 
-	content, reason, err := w.load(ctx, tx, b)
+	content, reason, err := w.check(fc)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -181,46 +181,28 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	return &sendPlan{batchID: b.ID, closesAt: b.ClosesAt, delivery: d, msg: msg}, 0, nil
 }
 
-// load reads what the email needs and checks the recipient's preferences
-// again: anything muted or unsubscribed since the batch opened is dropped,
-// and a reason is returned when nothing is left to send.
-func (w *FlushWorker) load(ctx context.Context, tx pgx.Tx, b *db.Batch) (mailtemplates.BatchContent, string, error) {
-	c := mailtemplates.BatchContent{Batch: b}
-	items, err := db.BatchItems(ctx, tx, b.ID, false)
-	if err != nil {
-		return c, "", err
-	}
-	var keys []string
-	for _, it := range items {
-		if !slices.Contains(keys, it.TypeKey) {
-			keys = append(keys, it.TypeKey)
-		}
-	}
-	if c.Types, err = db.TypesByKey(ctx, tx, keys); err != nil {
-		return c, "", err
-	}
+// check looks at the recipient's preferences again: anything muted or
+// unsubscribed since the batch opened is dropped, and a reason is returned
+// when nothing is left to send.
+func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, string, error) {
+	c := mailtemplates.BatchContent{Batch: fc.Batch, Types: fc.Types}
 	var rec *db.Recipient
-	reason := db.SkipRetracted
-	settings, err := db.LoadTypeSettings(ctx, tx, b.RecipientID, keys)
-	if err != nil {
-		return c, "", err
-	}
-	policies := make(map[string]preferences.Policy, len(keys))
-	for _, key := range keys {
-		typ, ok := c.Types[key]
-		if !ok {
-			return c, "", fmt.Errorf("type %s: %w", key, db.ErrNotFound)
-		}
-		rs, ok := settings[key]
+	policies := make(map[string]preferences.Policy, len(fc.Types))
+	for key, typ := range fc.Types {
+		rs, ok := fc.Settings[key]
 		if !ok {
 			return c, db.SkipInactive, nil
 		}
 		rec = &rs.Recipient
 		policies[key] = preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
 	}
-	for _, it := range items {
+	reason := db.SkipRetracted
+	for _, it := range fc.Items {
+		typ, ok := c.Types[it.TypeKey]
 		switch {
-		case it.ReadAt != nil && c.Types[it.TypeKey].SkipRead:
+		case !ok:
+			return c, "", fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
+		case it.ReadAt != nil && typ.SkipRead:
 			reason = db.SkipRead
 		case policies[it.TypeKey].Mode == preferences.Never:
 			reason = db.SkipMuted

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
 )
 
 // BatchContent is what a stored batch holds, as loaded for a flush or a
@@ -59,10 +59,7 @@ func LoadContent(ctx context.Context, d *db.DB, batchID int64) (BatchContent, er
 // actors (newest first) and at most display_limit items in the type's
 // item order. Links, sender and Message-ID are the caller's to fill.
 func InputFromBatch(c BatchContent) Input {
-	loc, err := time.LoadLocation(c.Recipient.Timezone)
-	if err != nil {
-		loc = time.UTC
-	}
+	loc := preferences.Location(c.Recipient.Timezone)
 	in := Input{
 		BatchID:   c.Batch.ID,
 		Mode:      c.Batch.Mode,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
-	"github.com/lull-dev/lull/preferences/batching"
+	"github.com/lull-dev/lull/preferences"
 )
 
 // FeedGroup is a run of notifications of one type and batch key, shown
@@ -102,7 +102,7 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 		cur.Notifications = append(cur.Notifications, FeedEntry{ID: it.NotificationID, Actor: it.Actor, Object: it.Object, Data: it.Data,
 			OccurredAt: it.OccurredAt, ReadAt: it.ReadAt, SeenAt: it.SeenAt})
 	}
-	loc := batching.Location(rec.Timezone)
+	loc := preferences.Location(rec.Timezone)
 	for _, g := range groups {
 		content := mailtemplates.BatchContent{Batch: &db.Batch{}, Recipient: rec, Types: map[string]*db.Type{g.Type: types[g.Type]}}
 		for i := len(g.Notifications) - 1; i >= 0; i-- {

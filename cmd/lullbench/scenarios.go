@@ -142,6 +142,9 @@ func (b *bench) fanOut(ctx context.Context) error {
 	for i := range ids {
 		ids[i] = "f" + strconv.Itoa(i)
 	}
+	if err := b.settle(ctx); err != nil {
+		return err
+	}
 	body, _ := json.Marshal(map[string]any{"type": "bench.post", "actor": map[string]string{"id": "star", "name": "Star"},
 		"object": map[string]string{"title": "A new post"}, "recipients": ids})
 	t0 := time.Now()
@@ -263,6 +266,12 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	if perSecond > 0 {
 		spacing = 1 / float64(perSecond)
 	}
+	// Settle the setup's writes first (vacuum, statistics, a checkpoint),
+	// so the figures are about the flushes and not about the server
+	// catching up with the setup in the middle of them.
+	if err := b.settle(ctx); err != nil {
+		return waveResult{}, err
+	}
 	// Pair each batch with its flush job first, so that the timed updates
 	// join on primary keys and commit well before the first close.
 	tx, err := b.conn.Begin(ctx)
@@ -321,6 +330,17 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 		       max(extract(epoch FROM d.sent_at - b.closes_at)) `+q, prefix).Scan(&first, &last, &r.p50, &r.p99, &r.worst)
 	r.span = last.Sub(first)
 	return r, err
+}
+
+// settle vacuums and analyzes the tables a scenario wrote and forces a
+// checkpoint.
+func (b *bench) settle(ctx context.Context) error {
+	for _, q := range []string{"VACUUM (ANALYZE) batches, notifications, events, river_job, deliveries", "CHECKPOINT"} {
+		if _, err := b.conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 // growth: the cost of finding due batches as history grows, for lull and

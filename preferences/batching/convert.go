@@ -2,7 +2,6 @@ package batching
 
 import (
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -40,7 +39,7 @@ func Override(p *db.TypePreference) *preferences.Override {
 // Schedule is a recipient's calendar as the rules see it. An unknown zone
 // (which validation keeps out) falls back to UTC rather than failing a flush.
 func Schedule(r *db.Recipient) preferences.Schedule {
-	loc := Location(r.Timezone)
+	loc := preferences.Location(r.Timezone)
 	s := preferences.Schedule{
 		Location: loc,
 		DailyAt:  preferences.TimeOfDay(r.DailyAt),
@@ -51,24 +50,6 @@ func Schedule(r *db.Recipient) preferences.Schedule {
 		s.Quiet = preferences.QuietHours{Start: preferences.TimeOfDay(*r.QuietStart), End: preferences.TimeOfDay(*r.QuietEnd), Enabled: true}
 	}
 	return s
-}
-
-// zones caches loaded time zones: time.LoadLocation reads the zone file
-// on every call, and a fan-out asks once per recipient. Zones never change
-// while the process runs, so the cache needs no invalidation.
-var zones sync.Map
-
-// Location returns the named IANA zone, or UTC for an unknown name.
-func Location(name string) *time.Location {
-	if l, ok := zones.Load(name); ok {
-		return l.(*time.Location)
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil || name == "" || name == "Local" {
-		loc = time.UTC
-	}
-	zones.Store(name, loc)
-	return loc
 }
 
 func isNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }
