@@ -285,7 +285,7 @@ func Login(v LoginView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "\" autocomplete=\"username\" required></div><div class=\"field\" style=\"margin-top:.75rem\"><label for=\"password\">Password</label> <input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required></div><p><button type=\"submit\" class=\"primary\" data-testid=\"login\">Log in</button></p></form></main>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "\" autocomplete=\"username\" required></div><div class=\"field spaced\"><label for=\"password\">Password</label> <input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required></div><p><button type=\"submit\" class=\"primary\" data-testid=\"login\">Log in</button></p></form></main>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -783,7 +783,7 @@ func Batches(v BatchListView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "\"></div><div class=\"field\" style=\"align-self:end\"><button type=\"submit\" class=\"secondary\" data-testid=\"filter\">Filter</button></div></form><table data-testid=\"batches\"><thead><tr><th>#</th><th>Recipient</th><th>Key</th><th>Mode</th><th>Items</th><th>Opened</th><th>Closes</th><th>Processed</th><th>State</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "\"></div><div class=\"field at-end\"><button type=\"submit\" class=\"secondary\" data-testid=\"filter\">Filter</button></div></form><table data-testid=\"batches\"><thead><tr><th>#</th><th>Recipient</th><th>Key</th><th>Mode</th><th>Items</th><th>Opened</th><th>Closes</th><th>Processed</th><th>State</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -267,7 +267,7 @@ func Settings(v SettingsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</div><fieldset style=\"margin-top:1rem\"><legend>Quiet hours</legend><p class=\"desc\">Emails that would arrive during quiet hours wait until they end.</p><label><input type=\"checkbox\" name=\"quiet_enabled\" value=\"on\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</div><fieldset class=\"spaced\"><legend>Quiet hours</legend><p class=\"desc\">Emails that would arrive during quiet hours wait until they end.</p><label><input type=\"checkbox\" name=\"quiet_enabled\" value=\"on\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

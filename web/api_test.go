@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/jobs"
@@ -244,6 +246,53 @@ func TestAPIPreferencesRoundTrip(t *testing.T) {
 	link := a.mustCall(t, "POST", "/api/v1/recipients/u_bob/preferences-link", "", 200)
 	if !strings.HasPrefix(link["url"].(string), "http://lull.test/settings/enter?token=") || link["expires_at"] == nil {
 		t.Fatalf("preferences link = %v", link)
+	}
+}
+
+// TestUnsubscribeInBrowser: the link opened in a browser asks first, with
+// a styled page that needs no style attribute (the content security
+// policy allows none), and the button unsubscribes; an expired link gets
+// a friendly page and no button.
+func TestUnsubscribeInBrowser(t *testing.T) {
+	t.Parallel()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com"}`, 200)
+	page := func(method, link string) (int, *goquery.Document) {
+		link = strings.Replace(link, "http://lull.test", a.srv.URL, 1)
+		req, _ := http.NewRequest(method, link, nil)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		doc, err := goquery.NewDocumentFromReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := doc.Find("[style], style").Length(); n > 0 || doc.Find(`link[rel=stylesheet]`).Length() != 1 {
+			t.Errorf("%s %s: %d inline styles, %d stylesheets; want none and the app's", method, link, n, doc.Find(`link[rel=stylesheet]`).Length())
+		}
+		return resp.StatusCode, doc
+	}
+	link := a.web.Links.UnsubscribeURL("u_bob", time.Now())
+	status, doc := page("GET", link)
+	action, _ := doc.Find("form").Attr("action")
+	if status != 200 || !strings.HasPrefix(link, "http://lull.test"+action) || doc.Find(`[data-testid=unsubscribe]`).Length() != 1 {
+		t.Fatalf("confirm page: %d, form to %q, want 200 and a button posting to the link", status, action)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM recipients WHERE unsubscribed"); n != 0 {
+		t.Fatal("opening the link unsubscribed")
+	}
+	status, doc = page("POST", "http://lull.test"+action)
+	if status != 200 || !strings.Contains(doc.Find("h1").Text(), "You are unsubscribed") ||
+		countRows(t, a.db, "SELECT count(*) FROM recipients WHERE id = 'u_bob' AND unsubscribed") != 1 {
+		t.Fatalf("pressing the button: %d %q, want bob unsubscribed", status, doc.Find("h1").Text())
+	}
+	expired := a.web.Links.UnsubscribeURL("u_bob", time.Now().Add(-91*24*time.Hour))
+	status, doc = page("GET", expired)
+	if status != http.StatusForbidden || !strings.Contains(doc.Find("h1").Text(), "expired") || doc.Find("form").Length() != 0 {
+		t.Fatalf("expired link: %d %q, want 403, a friendly page and no button", status, doc.Find("h1").Text())
 	}
 }
 

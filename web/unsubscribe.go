@@ -1,10 +1,11 @@
 package web
 
 import (
-	"html/template"
 	"net/http"
+	"net/url"
 
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/views"
 )
 
 // unsubscribeOneClick is the RFC 8058 endpoint of List-Unsubscribe: a
@@ -24,8 +25,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	unsubscribedPage.Execute(w, nil)
+	s.message(w, r, http.StatusOK, "You are unsubscribed", "You will only get emails that cannot be turned off.")
 }
 
 // unsubscribeConfirm answers a click on the link in a browser with a
@@ -34,21 +34,10 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 func (s *Server) unsubscribeConfirm(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
 	if _, err := s.Links.Verify(token, mailtemplates.PurposeUnsubscribe, s.now()); err != nil {
-		w.WriteHeader(http.StatusForbidden)
+		s.message(w, r, http.StatusForbidden, "This link has expired",
+			"Unsubscribe links work for a while after their email was sent. Use the link in a newer email, or its settings link.")
+		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	confirmPage.Execute(w, token)
+	action := "/unsubscribe?" + url.Values{"token": {token}}.Encode()
+	s.render(w, r, http.StatusOK, views.Unsubscribe(views.UnsubscribeView{Page: s.page("Unsubscribe"), Action: action}))
 }
-
-var confirmPage = template.Must(template.New("").Parse(`<!doctype html><html lang="en"><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>Unsubscribe</title>
-<main style="font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem">
-<h1>Unsubscribe from all emails?</h1>
-<p>You will still get emails that cannot be turned off, such as security alerts.</p>
-<form method="post" action="/unsubscribe?token={{.}}"><button type="submit">Unsubscribe</button></form>
-</main></html>`))
-
-var unsubscribedPage = template.Must(template.New("").Parse(`<!doctype html><html lang="en"><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>Unsubscribed</title>
-<main style="font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem">
-<h1>You are unsubscribed</h1><p>You will only get emails that cannot be turned off.</p></main></html>`))
