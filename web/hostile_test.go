@@ -113,7 +113,9 @@ func TestHostileRequests(t *testing.T) {
 		// Unknown fields are refused everywhere, nested ones too.
 		{"UnknownTopField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"priority":"high"}`, 422, "priority", "not a known field"},
 		{"UnknownRecipientField", "POST", "/api/v1/events", `{"type":"comment","recipients":[{"id":"u_bob","emial":"b@example.com"}]}`, 422, "recipients[0].emial", "not a known field"},
-		{"UnknownActorField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"actor":{"id":"a","nick":"A"}}`, 422, "nick", "not a known field"},
+		{"UnknownActorField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"actor":{"id":"a","nick":"A"}}`, 422, "actor.nick", "not a known field"},
+		{"UnknownObjectField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"object":{"titel":"Q3"}}`, 422, "object.titel", "not a known field"},
+		{"ObjectTitleNumber", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"object":{"title":3}}`, 422, "object.title", "a string"},
 		{"UnknownTypeField", "PUT", "/api/v1/types/t2", `{"colour":"red"}`, 422, "colour", "not a known field"},
 		{"UnknownPrefsField", "PUT", "/api/v1/recipients/u_bob/preferences", `{"types":{"comment":{"mode":"daily","when":"now"}}}`, 422, "when", "not a known field"},
 		// Encoding: invalid UTF-8 and NUL characters.

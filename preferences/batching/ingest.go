@@ -127,14 +127,44 @@ func (rs *Recipients) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// recipientDecodeError names the entry a decoding error is about. Errors
-// that are not about one field (malformed JSON) are returned as they are.
+// recipientDecodeError names the entry a decoding error is about.
 func recipientDecodeError(i int, err error) error {
-	field := fmt.Sprintf("recipients[%d]", i)
+	return namedDecodeError(fmt.Sprintf("recipients[%d]", i), "must be a recipient id (a string) or an object", err)
+}
+
+// UnmarshalJSON refuses unknown fields and names a wrong one by its path
+// ("actor.nick"), which the decoder of the whole event cannot do.
+func (a *Actor) UnmarshalJSON(b []byte) error {
+	type plain Actor
+	return decodeObject(b, (*plain)(a), "actor")
+}
+
+// UnmarshalJSON refuses unknown fields and names a wrong one by its path
+// ("object.titel").
+func (o *Object) UnmarshalJSON(b []byte) error {
+	type plain Object
+	return decodeObject(b, (*plain)(o), "object")
+}
+
+func decodeObject(b []byte, v any, field string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return namedDecodeError(field, "must be an object", err)
+	}
+	return nil
+}
+
+// namedDecodeError turns a decoding error inside field into a
+// *ValidationError naming the field, or the field within it; whole says
+// what field must be when its value is of the wrong kind altogether.
+// Errors that are not about one field (malformed JSON) are returned as
+// they are.
+func namedDecodeError(field, whole string, err error) error {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
 		if typ.Field == "" {
-			return &ValidationError{Errors: []FieldError{{field, "must be a recipient id (a string) or an object, not " + typ.Value}}}
+			return &ValidationError{Errors: []FieldError{{field, whole + ", not " + typ.Value}}}
 		}
 		return &ValidationError{Errors: []FieldError{{field + "." + typ.Field, "must be a string, not " + typ.Value}}}
 	}
