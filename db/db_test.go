@@ -133,3 +133,59 @@ func TestMaintainPartitionsKeepsDaysWithUnsentBatches(t *testing.T) {
 		t.Fatalf("dropped %v (%v) after the batch was sent, want both 2020 partitions", dropped, err)
 	}
 }
+
+// TestPruneDeletesOnlyOldFinishedWork: retention deletes batches finished
+// before the cutoff (with their deliveries and attempts, across several
+// chunks), and old skips, outbox emails and idempotency keys; it keeps an
+// old batch still open, an old batch finished after the cutoff, and
+// everything recent. A second run finds nothing more.
+func TestPruneDeletesOnlyOldFinishedWork(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	const batch = `INSERT INTO batches (id, recipient_id, batch_key, mode, state, opened_at, last_event_at, closes_at, item_count, processed_at) VALUES `
+	for _, sql := range []string{
+		`INSERT INTO recipients (id, email) VALUES ('bob', 'bob@example.com')`,
+		batch + `(1, 'bob', 'digest:daily', 'daily', 'sent', '2020-01-01', '2020-01-01', '2020-01-02', 1, '2020-01-02')`,
+		batch + `(2, 'bob', 'digest:weekly', 'weekly', 'open', '2020-01-01', '2020-01-01', now() + interval '1 day', 1, NULL)`,
+		batch + `(3, 'bob', 'digest:daily', 'daily', 'sent', '2020-01-01', '2020-01-01', now(), 1, now())`,
+		`INSERT INTO batches (id, recipient_id, batch_key, mode, state, opened_at, last_event_at, closes_at, item_count, processed_at)
+		 SELECT i, 'bob', 'c:' || i, 'cooldown', 'canceled', '2020-01-03', '2020-01-03', '2020-01-03', 1, '2020-01-03'
+		 FROM generate_series(10, 12009) AS i`,
+		batch + `(20000, 'bob', 'digest:daily', 'daily', 'sent', now(), now(), now(), 1, now())`,
+		`INSERT INTO deliveries (id, batch_id, state, message_id) VALUES (1, 1, 'sent', 'a'), (3, 3, 'sent', 'b')`,
+		`INSERT INTO delivery_attempts (delivery_id, ok) VALUES (1, true), (3, true)`,
+		`INSERT INTO skips (created_at, recipient_id, reason) VALUES ('2020-01-01', 'bob', 'muted'), (now(), 'bob', 'muted')`,
+		`INSERT INTO outbox (created_at, message_id, from_address, to_address, subject) VALUES ('2020-01-01', 'a', 'f', 't', 's'), (now(), 'b', 'f', 't', 's')`,
+		`INSERT INTO event_keys (api_key_id, key, event_id, response, created_at) VALUES (1, 'old', 1, '{}', '2020-01-01'), (1, 'new', 2, '{}', now())`,
+	} {
+		if _, err := d.Pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := time.Now().Add(-720 * time.Hour)
+	gone, err := db.Prune(ctx, d.Pool, cutoff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone["batches"] != 12_001 || gone["skips"] != 1 || gone["outbox"] != 1 || gone["event_keys"] != 1 {
+		t.Fatalf("pruned %v, want 12001 batches and one each of skips, outbox, event_keys", gone)
+	}
+	var ids []int64
+	rows, _ := d.Pool.Query(ctx, `SELECT id FROM batches ORDER BY id`)
+	if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 3 || ids[0] != 2 || ids[1] != 3 || ids[2] != 20000 {
+		t.Fatalf("batches left %v, want the open one, the one finished after the cutoff and the recent one", ids)
+	}
+	var deliveries, attempts int
+	d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM delivery_attempts)`).Scan(&deliveries, &attempts)
+	if deliveries != 1 || attempts != 1 {
+		t.Fatalf("%d deliveries and %d attempts left, want batch 3's one of each", deliveries, attempts)
+	}
+	again, err := db.Prune(ctx, d.Pool, cutoff)
+	if err != nil || again["batches"]+again["skips"]+again["outbox"]+again["event_keys"] != 0 {
+		t.Fatalf("second run pruned %v (%v), want nothing", again, err)
+	}
+}
