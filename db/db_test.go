@@ -137,8 +137,9 @@ func TestMaintainPartitionsKeepsDaysWithUnsentBatches(t *testing.T) {
 // TestPruneDeletesOnlyOldFinishedWork: retention deletes batches finished
 // before the cutoff (with their deliveries and attempts, across several
 // chunks), and old skips, outbox emails and idempotency keys; it keeps an
-// old batch still open, an old batch finished after the cutoff, and
-// everything recent. A second run finds nothing more.
+// old batch still open, an old batch finished after the cutoff, an old key
+// whose event is still stored, and everything recent. A second run finds
+// nothing more.
 func TestPruneDeletesOnlyOldFinishedWork(t *testing.T) {
 	t.Parallel()
 	d := dbtest.New(t)
@@ -157,7 +158,8 @@ func TestPruneDeletesOnlyOldFinishedWork(t *testing.T) {
 		`INSERT INTO delivery_attempts (delivery_id, ok) VALUES (1, true), (3, true)`,
 		`INSERT INTO skips (created_at, recipient_id, reason) VALUES ('2020-01-01', 'bob', 'muted'), (now(), 'bob', 'muted')`,
 		`INSERT INTO outbox (created_at, message_id, from_address, to_address, subject) VALUES ('2020-01-01', 'a', 'f', 't', 's'), (now(), 'b', 'f', 't', 's')`,
-		`INSERT INTO event_keys (api_key_id, key, event_id, response, created_at) VALUES (1, 'old', 1, '{}', '2020-01-01'), (1, 'new', 2, '{}', now())`,
+		`INSERT INTO event_keys (api_key_id, key, event_id, response, created_at) VALUES (1, 'old', 1, '{}', '2020-01-01'), (1, 'new', 2, '{}', now()), (1, 'pending', 3, '{}', '2020-01-01')`,
+		`INSERT INTO events (id, type_key, occurred_at) VALUES (3, 'comment', now())`,
 	} {
 		if _, err := d.Pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
@@ -187,5 +189,33 @@ func TestPruneDeletesOnlyOldFinishedWork(t *testing.T) {
 	again, err := db.Prune(ctx, d.Pool, cutoff)
 	if err != nil || again["batches"]+again["skips"]+again["outbox"]+again["event_keys"] != 0 {
 		t.Fatalf("second run pruned %v (%v), want nothing", again, err)
+	}
+}
+
+// TestPruneKeepsBatchesOfKeptDays: a finished batch older than the cutoff
+// stays while a day partition from before it finished is kept, so stored
+// notifications never point at a deleted batch.
+func TestPruneKeepsBatchesOfKeptDays(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	const batch = `INSERT INTO batches (id, recipient_id, batch_key, mode, state, opened_at, last_event_at, closes_at, item_count, processed_at) VALUES `
+	for _, sql := range []string{
+		`CREATE TABLE notifications_p20200105 PARTITION OF notifications FOR VALUES FROM ('2020-01-05 00:00+00') TO ('2020-01-06 00:00+00')`,
+		`INSERT INTO recipients (id, email) VALUES ('bob', 'bob@example.com')`,
+		batch + `(1, 'bob', 'a', 'daily', 'sent', '2020-01-01', '2020-01-01', '2020-01-03', 1, '2020-01-03')`,
+		batch + `(2, 'bob', 'b', 'daily', 'sent', '2020-01-05', '2020-01-05', '2020-01-06', 1, '2020-01-06')`,
+	} {
+		if _, err := d.Pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Prune(ctx, d.Pool, time.Now().Add(-720*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := d.Pool.Query(ctx, `SELECT id FROM batches ORDER BY id`)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("batches left %v (%v), want batch 2, finished after the kept day 2020-01-05 began", ids, err)
 	}
 }

@@ -18,21 +18,35 @@ const pruneChunk = 5000
 // how many rows went, by table.
 func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, error) {
 	out := map[string]int64{}
-	walks := []struct{ table, written, cond string }{
-		{"batches", "opened_at", "t.state IN ('sent', 'canceled', 'failed') AND t.processed_at < $2"},
-		{"skips", "created_at", "t.created_at < $2"},
-		{"outbox", "created_at", "t.created_at < $2"},
+	// A batch goes only once no notification of it can remain: before the
+	// oldest day partition still kept (retention keeps a day whole, and
+	// longer while an unsent batch needs it), so history that the console
+	// and the simulator read never points at a batch that is gone.
+	kept, err := oldestKeptDay(ctx, q)
+	if err != nil {
+		return out, err
+	}
+	walks := []struct {
+		table, written, cond string
+		before               time.Time
+	}{
+		{"batches", "opened_at", "t.state IN ('sent', 'canceled', 'failed') AND t.processed_at < $2", minTime(cutoff, kept)},
+		{"skips", "created_at", "t.created_at < $2", cutoff},
+		{"outbox", "created_at", "t.created_at < $2", cutoff},
 	}
 	for _, w := range walks {
-		n, err := pruneInOrder(ctx, q, w.table, w.written, w.cond, cutoff)
+		n, err := pruneInOrder(ctx, q, w.table, w.written, w.cond, w.before)
 		if err != nil {
 			return out, fmt.Errorf("prune %s: %w", w.table, err)
 		}
 		out[w.table] = n
 	}
-	var err error
+	// An idempotency key stays while its event does, so a retry or a
+	// retraction by key still finds an event that waits in a long batch.
 	if out["event_keys"], err = deleteChunks(ctx, q, `DELETE FROM event_keys WHERE (api_key_id, key) IN (
-		SELECT api_key_id, key FROM event_keys WHERE created_at < $1 LIMIT $2)`, cutoff); err != nil {
+		SELECT k.api_key_id, k.key FROM event_keys k
+		WHERE k.created_at < $1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.event_id)
+		LIMIT $2)`, cutoff); err != nil {
 		return out, fmt.Errorf("prune event_keys: %w", err)
 	}
 	tag, err := q.Exec(ctx, `DELETE FROM operator_sessions WHERE expires_at < now()`)
@@ -41,6 +55,27 @@ func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, 
 	}
 	out["operator_sessions"] = tag.RowsAffected()
 	return out, nil
+}
+
+// oldestKeptDay is the first day of the oldest notifications partition
+// still kept, or the far future when there is none.
+func oldestKeptDay(ctx context.Context, q Querier) (time.Time, error) {
+	var day *time.Time
+	err := q.QueryRow(ctx, `
+		SELECT min(to_date(right(c.relname, 8), 'YYYYMMDD'))::timestamp AT TIME ZONE 'UTC'
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'notifications'::regclass AND c.relname ~ '_p[0-9]{8}$'`).Scan(&day)
+	if err != nil || day == nil {
+		return time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), err
+	}
+	return *day, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // pruneInOrder walks table in id order, pruneChunk rows at a time,

@@ -34,6 +34,10 @@ type RetentionWorker struct {
 	Logger    *slog.Logger
 }
 
+// Timeout gives a run far longer than a flush gets (LULL_JOB_TIMEOUT):
+// the first run on a large old database has a backlog to delete.
+func (*RetentionWorker) Timeout(*river.Job[RetentionArgs]) time.Duration { return 30 * time.Minute }
+
 // Work runs the maintenance.
 func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[RetentionArgs]) error {
 	cutoff := time.Now().Add(-w.Retention)
@@ -47,9 +51,15 @@ func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[RetentionArgs
 	// Each chunk commits on its own: a run cut short by the job timeout
 	// keeps what it deleted, and the next run goes on from there.
 	pruned, err := db.Prune(ctx, w.DB.Pool, cutoff)
+	var total int64
+	for _, n := range pruned {
+		total += n
+	}
+	if total > 0 {
+		w.Logger.Info("pruned finished work", "before", cutoff.Format(time.RFC3339), "rows", pruned)
+	}
 	if err != nil {
 		return fmt.Errorf("retention: %w", err)
 	}
-	w.Logger.Info("pruned finished work", "before", cutoff.Format(time.RFC3339), "rows", pruned)
 	return nil
 }
