@@ -64,6 +64,16 @@ func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
 	return rows.Err()
 }
 
+// UnknownRecipients returns those of ids that are not stored.
+func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM unnest($1::text[]) AS u(id)
+		WHERE NOT EXISTS (SELECT 1 FROM recipients r WHERE r.id = u.id)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("look up recipients: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // UpsertRecipients creates or updates recipients given inline in an event,
 // in one statement. Empty fields do not overwrite stored ones.
 func UpsertRecipients(ctx context.Context, q Querier, rs []Recipient) error {
@@ -178,7 +188,9 @@ type JoinedBatch struct {
 // ingests for one recipient and key meet in a single batch: the upsert
 // either inserts it or locks and updates the existing open row, and the
 // lock is held until the caller's transaction commits. Joins are sorted so
-// that concurrent fan-outs lock rows in one order and cannot deadlock.
+// that concurrent fan-outs lock rows in one order and cannot deadlock: by
+// bytes (COLLATE "C"), the order Go sorts strings in, because a large
+// event is written in chunks cut in Go's order.
 func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
 	if len(joins) == 0 {
 		return nil, nil
@@ -199,7 +211,7 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 		SELECT rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, $8, $8, 1
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[])
 		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at)
-		ORDER BY rid, key
+		ORDER BY rid COLLATE "C", key COLLATE "C"
 		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate'
 		DO UPDATE SET item_count = b.item_count + 1,
 		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at)

@@ -114,6 +114,7 @@ func TestHostileRequests(t *testing.T) {
 		{"UnknownTopField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"priority":"high"}`, 422, "priority", "not a known field"},
 		{"UnknownRecipientField", "POST", "/api/v1/events", `{"type":"comment","recipients":[{"id":"u_bob","emial":"b@example.com"}]}`, 422, "recipients[0].emial", "not a known field"},
 		{"UnknownActorField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"actor":{"id":"a","nick":"A"}}`, 422, "actor.nick", "not a known field"},
+		{"UnknownRecipientsNamesFirst", "POST", "/api/v1/events", `{"type":"comment","recipients":["zz_nobody","u_bob","aa_nobody"]}`, 422, "recipients[0]", "unknown recipient"},
 		{"UnknownObjectField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"object":{"titel":"Q3"}}`, 422, "object.titel", "not a known field"},
 		{"ObjectTitleNumber", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"object":{"title":3}}`, 422, "object.title", "a string"},
 		{"UnknownTypeField", "PUT", "/api/v1/types/t2", `{"colour":"red"}`, 422, "colour", "not a known field"},
@@ -243,10 +244,10 @@ func TestHostileHugeRecipientLists(t *testing.T) {
 		t.Fatalf("100,000 recipients gave %v notifications", p["notifications"])
 	}
 
-	// An unknown recipient, first in the list but last of several chunks
-	// (recipients are written in id order), refuses the whole event,
-	// naming its entry, and writes nothing for the chunks before it.
-	withUnknown := bytes.Replace(recipientsBody(50_000, false), []byte(`"recipients":[`), []byte(`"recipients":["zz_unknown",`), 1)
+	// Unknown recipients refuse the whole event, naming the first in the
+	// request (which sorts last of the two: recipients are written in id
+	// order, in chunks), and nothing is written.
+	withUnknown := bytes.Replace(recipientsBody(50_000, false), []byte(`"recipients":[`), []byte(`"recipients":["zz_unknown","a_unknown",`), 1)
 	status, _, p = a.raw(t, "POST", "/api/v1/events", withUnknown)
 	if status != http.StatusUnprocessableEntity || fieldOf(p) != "recipients[0]" {
 		t.Fatalf("unknown recipient with 50,000 known ones: %d %v, want 422 naming recipients[0]", status, p)

@@ -264,6 +264,17 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	// them, so that two events with overlapping recipients cannot deadlock.
 	slices.Sort(ids)
 	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res}
+	if len(ids) > fanOutChunk {
+		// Refuse an unknown recipient before writing any chunk, naming the
+		// first in the request.
+		unknown, err := db.UnknownRecipients(ctx, tx, ids)
+		if err != nil {
+			return nil, err
+		}
+		if len(unknown) > 0 {
+			return nil, in.unknownRecipient(unknown)
+		}
+	}
 	for start := 0; start < len(ids); start += fanOutChunk {
 		if err := in.part(ctx, ids[start:min(start+fanOutChunk, len(ids))]); err != nil {
 			return nil, err
@@ -284,6 +295,21 @@ type ingestion struct {
 	res     *IngestResult
 }
 
+// unknownRecipient is the error for an event naming recipients that do
+// not exist: it names the first of them in the request.
+func (in *ingestion) unknownRecipient(unknown []string) error {
+	set := make(map[string]bool, len(unknown))
+	for _, id := range unknown {
+		set[id] = true
+	}
+	for i, r := range in.ev.Recipients {
+		if set[r.ID] {
+			return &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", r.ID)}}}
+		}
+	}
+	return fmt.Errorf("unknown recipients %v", unknown)
+}
+
 // part routes the recipients in ids into their batches and writes their
 // notifications, skips and flush jobs.
 func (in *ingestion) part(ctx context.Context, ids []string) error {
@@ -292,11 +318,14 @@ func (in *ingestion) part(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
+	var unknown []string
 	for _, id := range ids {
 		if _, ok := settings[id]; !ok {
-			i := slices.IndexFunc(in.ev.Recipients, func(r RecipientRef) bool { return r.ID == id })
-			return &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", id)}}}
+			unknown = append(unknown, id)
 		}
+	}
+	if len(unknown) > 0 {
+		return in.unknownRecipient(unknown)
 	}
 	r := router{typ: typ, eventBatchKey: in.ev.BatchKey, now: in.now}
 	if err := r.route(ctx, tx, ids, settings); err != nil {
@@ -306,32 +335,39 @@ func (in *ingestion) part(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	flushes, err := in.settleCloseTimes(ctx, tx, typ, joined, settings, in.now)
-	if err != nil {
-		return err
-	}
 	res := in.res
 	res.Suppressed += len(r.skips)
 	res.Notifications += len(joined)
 	rids, bids := make([]string, len(joined)), make([]int64, len(joined))
 	for i, b := range joined {
 		rids[i], bids[i] = b.RecipientID, b.ID
-		res.Batches = append(res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
 		if b.Inserted {
 			res.opened++
 		}
 	}
-	if err := db.InsertNotifications(ctx, tx, in.eventID, in.created, typ.Key, *in.ev.OccurredAt, rids, bids); err != nil {
-		return err
-	}
-	if err := db.NotifyFeed(ctx, tx, rids); err != nil {
-		return err
-	}
 	for i := range r.skips {
 		r.skips[i].EventID = &in.eventID
 	}
-	if err := db.InsertSkips(ctx, tx, r.skips); err != nil {
+	// The writes that follow need no answer from each other: they go to
+	// the server together, one round trip instead of up to four.
+	var flushes []Flush
+	err = db.PipelineTx(ctx, tx, func(q db.Querier) error {
+		if flushes, err = in.settleCloseTimes(ctx, q, typ, joined, settings, in.now); err != nil {
+			return err
+		}
+		if err := db.InsertNotifications(ctx, q, in.eventID, in.created, typ.Key, *in.ev.OccurredAt, rids, bids); err != nil {
+			return err
+		}
+		if err := db.NotifyFeed(ctx, q, rids); err != nil {
+			return err
+		}
+		return db.InsertSkips(ctx, q, r.skips)
+	})
+	if err != nil {
 		return err
+	}
+	for _, b := range joined {
+		res.Batches = append(res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
 	}
 	if err := in.Scheduler.ScheduleFlushes(ctx, tx, flushes); err != nil {
 		return fmt.Errorf("schedule flushes: %w", err)
@@ -345,7 +381,7 @@ func (in *ingestion) part(ctx context.Context, ids []string) error {
 // one for every batch that must now close earlier than its job expects. A
 // batch whose window slid later needs no new job: its job, waking early,
 // snoozes until the new time.
-func (e *Engine) settleCloseTimes(ctx context.Context, tx pgx.Tx, typ *db.Type, joined []db.JoinedBatch, settings map[string]db.RecipientSettings, now time.Time) ([]Flush, error) {
+func (e *Engine) settleCloseTimes(ctx context.Context, q db.Querier, typ *db.Type, joined []db.JoinedBatch, settings map[string]db.RecipientSettings, now time.Time) ([]Flush, error) {
 	var ids []int64
 	var closes []time.Time
 	var flushes []Flush
@@ -363,7 +399,7 @@ func (e *Engine) settleCloseTimes(ctx context.Context, tx pgx.Tx, typ *db.Type, 
 		}
 		b.ClosesAt = at
 	}
-	return flushes, db.SetClosesAt(ctx, tx, ids, closes)
+	return flushes, db.SetClosesAt(ctx, q, ids, closes)
 }
 
 // router decides, recipient by recipient, which batch a notification joins
