@@ -23,6 +23,18 @@ type Querier interface {
 // no results: Exec always succeeds at once and the first error of the
 // pipeline is returned; Query and QueryRow are refused.
 func (d *DB) Pipeline(ctx context.Context, fn func(Querier) error) error {
+	return sendPipelined(ctx, d.Pool, fn)
+}
+
+// PipelineTx is Pipeline inside tx: the writes fn issues go to the server
+// together and take effect with the transaction.
+func PipelineTx(ctx context.Context, tx pgx.Tx, fn func(Querier) error) error {
+	return sendPipelined(ctx, tx, fn)
+}
+
+func sendPipelined(ctx context.Context, to interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, fn func(Querier) error) error {
 	var b pgx.Batch
 	if err := fn(pipeline{&b}); err != nil {
 		return err
@@ -30,7 +42,7 @@ func (d *DB) Pipeline(ctx context.Context, fn func(Querier) error) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return d.Pool.SendBatch(ctx, &b).Close()
+	return to.SendBatch(ctx, &b).Close()
 }
 
 var errPipelined = errors.New("a pipeline only writes: no query results")
