@@ -85,15 +85,17 @@ func run(ctx context.Context, quick bool, workers int, only, out string) error {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n", sc.name)
+		began := time.Now()
 		if err := sc.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
+		fmt.Fprintf(os.Stderr, "  (took %s)\n", time.Since(began).Round(time.Second))
 		b.report.memory(sc.name, b.lull.peakRSS())
 	}
 	if only != "" {
 		return nil
 	}
-	b.report.micro(microBenchmarks())
+	b.report.micro(microBenchmarks(quick))
 	return b.report.write(out)
 }
 
@@ -120,8 +122,12 @@ func findPgbench() string {
 }
 
 // microBenchmarks runs the Go micro-benchmarks of the rules and rendering.
-func microBenchmarks() string {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "./preferences/...", "./mailtemplates/...")
+func microBenchmarks(quick bool) string {
+	benchtime := "1s"
+	if quick {
+		benchtime = "300ms"
+	}
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchtime", benchtime, "-benchmem", "./preferences/...", "./mailtemplates/...")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "micro-benchmarks failed: " + err.Error() + "\n" + string(out)

@@ -185,7 +185,7 @@ func (b *bench) fanOut(ctx context.Context) error {
 func (b *bench) flushWave(ctx context.Context) error {
 	wave, steady := 20_000, 10_000
 	if b.quick {
-		wave, steady = 4_000, 5_000
+		wave, steady = 4_000, 4_000
 	}
 	for _, t := range waveTypes {
 		if err := b.putType(t, `{"default_mode":"daily","display_limit":10}`); err != nil {
