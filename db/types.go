@@ -37,13 +37,19 @@ type Type struct {
 func (t *Type) Window() time.Duration  { return time.Duration(t.WindowMS) * time.Millisecond }
 func (t *Type) MaxWait() time.Duration { return time.Duration(t.MaxWaitMS) * time.Millisecond }
 
-// GetType loads one type.
-func GetType(ctx context.Context, q bun.IDB, key string) (*Type, error) {
-	t := new(Type)
-	if err := q.NewSelect().Model(t).Where("key = ?", key).Scan(ctx); err != nil {
-		return nil, notFound(err, "type "+key)
+// GetType loads one type. It reads through pgx rather than bun because
+// every ingested event asks for its type, and bun's reflection costs more
+// than the query.
+func GetType(ctx context.Context, q Querier, key string) (*Type, error) {
+	rows, err := q.Query(ctx, `SELECT `+typeColumns+` FROM notification_types WHERE key = $1`, key)
+	ts, err := collectTypes(rows, err)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("type %s: %w", key, err)
+	case len(ts) == 0:
+		return nil, fmt.Errorf("type %s: %w", key, ErrNotFound)
 	}
-	return t, nil
+	return ts[0], nil
 }
 
 const typeColumns = `key, name, description, category, required, default_mode, window_ms,

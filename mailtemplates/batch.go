@@ -46,7 +46,7 @@ func LoadContent(ctx context.Context, d *db.DB, batchID int64) (BatchContent, er
 	}
 	for _, it := range c.Items {
 		if _, ok := c.Types[it.TypeKey]; !ok {
-			if c.Types[it.TypeKey], err = db.GetType(ctx, d.Bun, it.TypeKey); err != nil {
+			if c.Types[it.TypeKey], err = db.GetType(ctx, d.Pool, it.TypeKey); err != nil {
 				return c, err
 			}
 		}

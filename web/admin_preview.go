@@ -41,7 +41,7 @@ func (s *Server) fillLinks(in *mailtemplates.Input, recipientID string) {
 
 // renderType renders a type with sample data, for previewing its texts.
 func (s *Server) renderType(r *http.Request) (*mailtemplates.Message, error) {
-	t, err := db.GetType(r.Context(), s.DB.Bun, r.PathValue("key"))
+	t, err := db.GetType(r.Context(), s.DB.Pool, r.PathValue("key"))
 	if err != nil {
 		return nil, err
 	}

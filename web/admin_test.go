@@ -238,7 +238,7 @@ func TestConsoleTypeEditValidatesAndSaves(t *testing.T) {
 	}
 	form.Set("item_text", "{{actor.name}} wrote")
 	postForm(t, c, a.srv.URL+"/admin/types/comment/edit", form)
-	typ, err := db.GetType(context.Background(), a.db.Bun, "comment")
+	typ, err := db.GetType(context.Background(), a.db.Pool, "comment")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func (s *Server) typeEditPage(w http.ResponseWriter, r *http.Request) {
-	t, err := db.GetType(r.Context(), s.DB.Bun, r.PathValue("key"))
+	t, err := db.GetType(r.Context(), s.DB.Pool, r.PathValue("key"))
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -24,7 +24,7 @@ func (s *Server) typeEditPage(w http.ResponseWriter, r *http.Request) {
 // the unsaved texts in the frame; "Save" stores them and is audited.
 func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if _, err := db.GetType(r.Context(), s.DB.Bun, key); err != nil {
+	if _, err := db.GetType(r.Context(), s.DB.Pool, key); err != nil {
 		s.pageError(w, r, err)
 		return
 	}
@@ -50,7 +50,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, status, views.TypeEdit(s.typeEditView(r, b, errs)))
 		return
 	}
-	if old, err := db.GetType(r.Context(), s.DB.Bun, key); err == nil {
+	if old, err := db.GetType(r.Context(), s.DB.Pool, key); err == nil {
 		t.BurstLimit, t.SkipRead = old.BurstLimit, old.SkipRead
 	}
 	if err := db.SaveType(r.Context(), s.DB.Bun, t); err != nil {

@@ -86,7 +86,7 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 			t, ok := types[it.TypeKey]
 			if !ok {
 				var err error
-				if t, err = db.GetType(r.Context(), s.DB.Bun, it.TypeKey); err != nil {
+				if t, err = db.GetType(r.Context(), s.DB.Pool, it.TypeKey); err != nil {
 					return nil, err
 				}
 				types[it.TypeKey] = t

@@ -144,7 +144,7 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
-	t, err := db.GetType(r.Context(), s.DB.Bun, r.PathValue("key"))
+	t, err := db.GetType(r.Context(), s.DB.Pool, r.PathValue("key"))
 	if err != nil {
 		s.problem(w, r, err)
 		return

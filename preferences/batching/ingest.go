@@ -501,7 +501,7 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 	if err := ev.Check(e.now()); err != nil {
 		return nil, err
 	}
-	typ, err := db.GetType(ctx, e.DB.Bun, ev.Type)
+	typ, err := db.GetType(ctx, e.DB.Pool, ev.Type)
 	if err != nil {
 		if isNotFound(err) {
 			v := &ValidationError{}
