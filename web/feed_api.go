@@ -55,10 +55,14 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	before, _ := strconv.ParseInt(q.Get("cursor"), 10, 64)
-	items, err := db.Feed(ctx, s.DB.Pool, rec.ID, before, limit, q.Get("unread") == "true")
+	items, err := db.Feed(ctx, s.DB.Pool, rec.ID, before, limit+groupSlack, q.Get("unread") == "true")
 	if err != nil {
 		s.problem(w, r, err)
 		return
+	}
+	more := len(items) == limit+groupSlack
+	if end := pageEnd(items, limit); end < len(items) {
+		items, more = items[:end], true
 	}
 	counts, err := db.CountFeed(ctx, s.DB.Pool, rec.ID)
 	if err != nil {
@@ -71,10 +75,25 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := map[string]any{"groups": groups, "unread": counts.Unread, "unseen": counts.Unseen, "unread_by_type": counts.ByType, "next_cursor": nil}
-	if len(items) == limit {
+	if more {
 		out["next_cursor"] = strconv.FormatInt(items[len(items)-1].NotificationID, 10)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// groupSlack is how many notifications past the limit a feed page may
+// take to finish the group the limit falls in, so that a group ("Alice and
+// 4 others commented") is not cut in two across pages.
+const groupSlack = 100
+
+// pageEnd is where a page of items ends: after limit of them, or later at
+// the end of the group the limit falls in.
+func pageEnd(items []db.FeedItem, limit int) int {
+	n := min(limit, len(items))
+	for n > 0 && n < len(items) && items[n].TypeKey == items[n-1].TypeKey && items[n].BatchKey == items[n-1].BatchKey {
+		n++
+	}
+	return n
 }
 
 func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipient) ([]*FeedGroup, error) {

@@ -59,12 +59,17 @@ func TestFeedGroupsAndPages(t *testing.T) {
 	if feed["unread"].(float64) != 4 || feed["unread_by_type"].(map[string]any)["comment"].(float64) != 3 {
 		t.Fatalf("counts = %v / %v", feed["unread"], feed["unread_by_type"])
 	}
+	// A page of 2 takes the third comment too, rather than cut the group
+	// in two; the next page holds the share, and is the last.
 	page := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed?limit=2", "", 200)
 	next := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed?limit=2&cursor="+page["next_cursor"].(string), "", 200)
-	first := page["groups"].([]any)[0].(map[string]any)["notifications"].([]any)
-	second := next["groups"].([]any)[0].(map[string]any)["notifications"].([]any)
-	if len(first) != 2 || len(second) != 1 || next["groups"].([]any)[1].(map[string]any)["type"] != "share" {
-		t.Fatalf("paging by 2: %v then %v", page["groups"], next["groups"])
+	first, second := page["groups"].([]any), next["groups"].([]any)
+	if len(first) != 1 || len(first[0].(map[string]any)["notifications"].([]any)) != 3 ||
+		len(second) != 1 || second[0].(map[string]any)["type"] != "share" || next["next_cursor"] != nil {
+		t.Fatalf("paging by 2: %v then %v (next cursor %v)", first, second, next["next_cursor"])
+	}
+	if page := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed?limit=4", "", 200); page["next_cursor"] != nil {
+		t.Fatalf("a page holding the whole feed has a next cursor: %v", page["next_cursor"])
 	}
 	a.mustCall(t, "POST", "/api/v1/recipients/u_bob/feed/seen", "", 200)
 	if c := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed/count", "", 200); c["unseen"].(float64) != 0 || c["unread"].(float64) != 4 {
