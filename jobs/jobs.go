@@ -62,9 +62,6 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 			river.NewPeriodicJob(river.PeriodicInterval(sweep), func() (river.JobArgs, *river.InsertOpts) {
 				return SweepArgs{}, nil
 			}, &river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(promoteEvery), func() (river.JobArgs, *river.InsertOpts) {
-				return PromoteArgs{}, nil
-			}, nil),
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
 				return RetentionArgs{}, nil
 			}, &river.PeriodicJobOpts{RunOnStart: true}),

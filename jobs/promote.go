@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -10,19 +11,15 @@ import (
 	"github.com/lull-dev/lull/db"
 )
 
-// PromoteArgs makes flush jobs due in the next few seconds available.
-//
 // River keeps a job inserted for later in the "scheduled" state and moves
-// it to "available" in a maintenance pass every five seconds, so a flush
-// could start up to five seconds after its batch closes. River's fetch
-// takes an available job only once its scheduled time has come, so
-// promoting flush jobs a little early changes nothing about when they run
-// except that it is on time: within a fetch poll of closes_at.
-type PromoteArgs struct{}
-
-// Kind is River's name for the job.
-func (PromoteArgs) Kind() string { return "promote_flushes" }
-
+// it to "available" in a maintenance pass of its elected leader every five
+// seconds, so a flush could start up to five seconds after its batch
+// closes, and about twenty after a leader that died without stopping,
+// until its lease runs out. River's fetch takes an available job only once
+// its scheduled time has come, so promoting flush jobs a little early
+// changes nothing about when they run except that it is on time: within a
+// fetch poll of closes_at.
+//
 // promoteEvery is how often the promotion runs, and promoteAhead how far
 // ahead it looks; ahead exceeds every so that no flush is missed between
 // two runs.
@@ -31,7 +28,60 @@ const (
 	promoteAhead = 3 * time.Second
 )
 
-// PromoteWorker runs the promotion.
+// Promoter promotes imminent flush jobs in every lull process, so flushes
+// start on time whichever processes are alive, the leader or not. Several
+// processes promoting at once skip each other's rows.
+type Promoter struct {
+	DB     *db.DB
+	Logger *slog.Logger
+}
+
+// Run promotes every promoteEvery until ctx ends. A failure (the database
+// is down) is logged once, not every second, until a run succeeds again.
+func (p *Promoter) Run(ctx context.Context) {
+	t := time.NewTicker(promoteEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := promote(ctx, p.DB)
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			p.Logger.Warn("cannot promote flush jobs; River's scheduler still will, a few seconds later", "err", err)
+			failing = true
+		case err == nil:
+			failing = false
+		}
+	}
+}
+
+func promote(ctx context.Context, d *db.DB) error {
+	_, err := d.Pool.Exec(ctx, `
+		UPDATE river_job SET state = 'available'
+		WHERE id IN (
+			SELECT id FROM river_job
+			WHERE state = 'scheduled' AND queue = 'default' AND kind = 'flush_batch'
+			  AND scheduled_at <= now() + make_interval(secs => $1)
+			FOR UPDATE SKIP LOCKED)`, promoteAhead.Seconds())
+	if err != nil {
+		return fmt.Errorf("promote flushes: %w", err)
+	}
+	return nil
+}
+
+// PromoteArgs is the promotion as a periodic job, which earlier versions
+// enqueued; its worker stays so that such jobs left in the queue during an
+// upgrade still run.
+type PromoteArgs struct{}
+
+// Kind is River's name for the job.
+func (PromoteArgs) Kind() string { return "promote_flushes" }
+
+// PromoteWorker runs the promotion once.
 type PromoteWorker struct {
 	river.WorkerDefaults[PromoteArgs]
 	DB *db.DB
@@ -39,12 +89,5 @@ type PromoteWorker struct {
 
 // Work promotes the flush jobs due within promoteAhead.
 func (w *PromoteWorker) Work(ctx context.Context, job *river.Job[PromoteArgs]) error {
-	_, err := w.DB.Pool.Exec(ctx, `
-		UPDATE river_job SET state = 'available'
-		WHERE state = 'scheduled' AND queue = 'default' AND kind = 'flush_batch'
-		  AND scheduled_at <= now() + make_interval(secs => $1)`, promoteAhead.Seconds())
-	if err != nil {
-		return fmt.Errorf("promote flushes: %w", err)
-	}
-	return nil
+	return promote(ctx, w.DB)
 }

@@ -2,6 +2,10 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,3 +44,51 @@ func TestPromoteMakesOnlyImminentFlushesAvailable(t *testing.T) {
 		t.Errorf("flush due in an hour is %s, want scheduled", s)
 	}
 }
+
+// TestPromotersInSeveralProcessesRace: two promoters running at once, as
+// in two lull processes, promote every imminent flush between them, with
+// no error and no flush left scheduled.
+func TestPromotersInSeveralProcessesRace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "soon", DefaultMode: "cooldown", WindowMS: 1000})
+	b.clock.Set(time.Now())
+	var ids []string
+	for i := range 50 {
+		id := fmt.Sprintf("r%02d", i)
+		b.recipient(t, id, "UTC")
+		ids = append(ids, id)
+	}
+	b.post(t, "soon", "alice", ids...)
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 2 {
+		go (&jobs.Promoter{DB: b.db, Logger: logger}).Run(ctx)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'flush_batch' AND state = 'scheduled'`) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("flushes due in a second still scheduled after 10 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'flush_batch' AND state = 'available'`); n != 50 {
+		t.Fatalf("%d flushes available, want 50", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if logs.Len() > 0 {
+		t.Fatalf("promoters logged: %s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

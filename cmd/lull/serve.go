@@ -86,6 +86,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	go a.web.Feed.Run(ctx)
+	go (&jobs.Promoter{DB: a.db, Logger: a.logger}).Run(ctx)
 	if demo {
 		a.demoNote = fmt.Sprintf("  demo:      password %q, API key %q; events arrive for five minutes\n", cfg.AdminPassword, cfg.APIKey)
 		go runDemo(ctx, a)
