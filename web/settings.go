@@ -28,7 +28,7 @@ func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.message(w, r, http.StatusForbidden, "This link has expired",
-			"Links to your settings work for a few days. Open the settings link in a newer email, or ask for a new one.")
+			"Links to your settings work for a few days, and only as sent: if you copied this one, check that it is whole. Otherwise open the settings link in a newer email, or ask for a new one.")
 		return
 	}
 	// A fresh session each time, so a session id planted before the link

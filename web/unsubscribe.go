@@ -35,7 +35,7 @@ func (s *Server) unsubscribeConfirm(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
 	if _, err := s.Links.Verify(token, mailtemplates.PurposeUnsubscribe, s.now()); err != nil {
 		s.message(w, r, http.StatusForbidden, "This link has expired",
-			"Unsubscribe links work for a while after their email was sent. Use the link in a newer email, or its settings link.")
+			"Unsubscribe links work for a while after their email was sent, and only as sent: if you copied this one, check that it is whole. Otherwise use the link in a newer email, or its settings link.")
 		return
 	}
 	action := "/unsubscribe?" + url.Values{"token": {token}}.Encode()
