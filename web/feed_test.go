@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -168,5 +169,45 @@ func TestFeedStreamSendsCountChanges(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the watch outlived its stream")
 		}
+	}
+}
+
+// TestFeedAnnouncesLargeFanOutOnce: an event to 15,000 recipients, 1,200
+// of whom have a feed stream open (600 in each of its first two chunks),
+// is announced to listening processes as one "*", not per recipient.
+func TestFeedAnnouncesLargeFanOutOnce(t *testing.T) {
+	t.Parallel()
+	a := hostileSetup(t)
+	ctx := context.Background()
+	var watched []string
+	for i := range 600 {
+		watched = append(watched, fmt.Sprintf("u_%07d", i), fmt.Sprintf("u_%07d", 10_000+i))
+	}
+	if err := db.WatchFeed(ctx, a.db.Pool, "test", watched, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := a.db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN lull_feed"); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, p := a.raw(t, "POST", "/api/v1/events", recipientsBody(15_000, true)); status != http.StatusAccepted {
+		t.Fatalf("15,000 recipients: %d %v", status, p)
+	}
+	var heard []string
+	for {
+		wait, cancel := context.WithTimeout(ctx, time.Second)
+		n, err := conn.Conn().WaitForNotification(wait)
+		cancel()
+		if err != nil {
+			break
+		}
+		heard = append(heard, n.Payload)
+	}
+	if len(heard) != 1 || heard[0] != "*" {
+		t.Fatalf("heard %d announcements (%v first), want one \"*\"", len(heard), heard[:min(len(heard), 3)])
 	}
 }

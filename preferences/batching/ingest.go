@@ -263,8 +263,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	// Batch rows are locked in recipient order, in every chunk and across
 	// them, so that two events with overlapping recipients cannot deadlock.
 	slices.Sort(ids)
-	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res}
-	if len(ids) > fanOutChunk {
+	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res,
+		chunked: len(ids) > fanOutChunk}
+	if in.chunked {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request.
 		unknown, err := db.UnknownRecipients(ctx, tx, ids)
@@ -277,6 +278,13 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	}
 	for start := 0; start < len(ids); start += fanOutChunk {
 		if err := in.part(ctx, ids[start:min(start+fanOutChunk, len(ids))]); err != nil {
+			return nil, err
+		}
+	}
+	if in.chunked {
+		// One announcement for the whole event: past a thousand watched
+		// feeds it is a single "*", not a thousand per chunk.
+		if err := db.NotifyFeed(ctx, tx, in.notified); err != nil {
 			return nil, err
 		}
 	}
@@ -293,6 +301,11 @@ type ingestion struct {
 	created time.Time
 	now     time.Time
 	res     *IngestResult
+	// chunked is set for an event of more than one chunk, whose feed
+	// announcement waits for the last chunk; notified collects the
+	// recipients to announce.
+	chunked  bool
+	notified []string
 }
 
 // unknownRecipient is the error for an event naming recipients that do
@@ -358,7 +371,9 @@ func (in *ingestion) part(ctx context.Context, ids []string) error {
 		if err := db.InsertNotifications(ctx, q, in.eventID, in.created, typ.Key, *in.ev.OccurredAt, rids, bids); err != nil {
 			return err
 		}
-		if err := db.NotifyFeed(ctx, q, rids); err != nil {
+		if in.chunked {
+			in.notified = append(in.notified, rids...)
+		} else if err := db.NotifyFeed(ctx, q, rids); err != nil {
 			return err
 		}
 		return db.InsertSkips(ctx, q, r.skips)
