@@ -7,6 +7,16 @@ import (
 	"time"
 )
 
+// dayPartitions is the FROM clause of a query over the day partitions (c)
+// of partitioned tables (p), and partitionDay a partition's first day.
+const (
+	dayPartitions = `FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid
+		JOIN pg_class p ON p.oid = i.inhparent
+		WHERE c.relname ~ '_p[0-9]{8}$'`
+	partitionDay = `to_date(right(c.relname, 8), 'YYYYMMDD')`
+)
+
 // MaintainPartitions creates day partitions a week ahead and drops the
 // day partitions of events and notifications that end before cutoff. It
 // returns the names of the dropped tables.
@@ -23,12 +33,8 @@ func MaintainPartitions(ctx context.Context, q Querier, cutoff time.Time) ([]str
 	// Day partitions are named <table>_pYYYYMMDD; the name's date is the
 	// partition's first day (UTC), so a partition is wholly older than the
 	// cutoff when its day plus one is not after it.
-	rows, err := q.Query(ctx, `
-		SELECT c.relname FROM pg_inherits i
-		JOIN pg_class c ON c.oid = i.inhrelid
-		JOIN pg_class p ON p.oid = i.inhparent
-		WHERE p.relname IN ('events', 'notifications') AND c.relname ~ '_p[0-9]{8}$'
-		  AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ($1 AT TIME ZONE 'UTC')::date`, cutoff)
+	rows, err := q.Query(ctx, `SELECT c.relname `+dayPartitions+`
+		  AND p.relname IN ('events', 'notifications') AND `+partitionDay+` + 1 <= ($1 AT TIME ZONE 'UTC')::date`, cutoff)
 	if err != nil {
 		return nil, fmt.Errorf("find old partitions: %w", err)
 	}

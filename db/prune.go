@@ -61,10 +61,8 @@ func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, 
 // still kept, or the far future when there is none.
 func oldestKeptDay(ctx context.Context, q Querier) (time.Time, error) {
 	var day *time.Time
-	err := q.QueryRow(ctx, `
-		SELECT min(to_date(right(c.relname, 8), 'YYYYMMDD'))::timestamp AT TIME ZONE 'UTC'
-		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'notifications'::regclass AND c.relname ~ '_p[0-9]{8}$'`).Scan(&day)
+	err := q.QueryRow(ctx, `SELECT min(`+partitionDay+`)::timestamp AT TIME ZONE 'UTC' `+dayPartitions+`
+		  AND p.relname = 'notifications'`).Scan(&day)
 	if err != nil || day == nil {
 		return time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), err
 	}

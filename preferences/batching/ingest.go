@@ -263,9 +263,8 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 	// Batch rows are locked in recipient order, in every chunk and across
 	// them, so that two events with overlapping recipients cannot deadlock.
 	slices.Sort(ids)
-	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res,
-		chunked: len(ids) > fanOutChunk}
-	if in.chunked {
+	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res}
+	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request.
 		unknown, err := db.UnknownRecipients(ctx, tx, ids)
@@ -281,12 +280,14 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 			return nil, err
 		}
 	}
-	if in.chunked {
-		// One announcement for the whole event: past a thousand watched
-		// feeds it is a single "*", not a thousand per chunk.
-		if err := db.NotifyFeed(ctx, tx, in.notified); err != nil {
-			return nil, err
-		}
+	// One announcement for the whole event, after its last chunk: past a
+	// thousand watched feeds it is a single "*", not a thousand per chunk.
+	notified := make([]string, len(res.Batches))
+	for i, b := range res.Batches {
+		notified[i] = b.Recipient
+	}
+	if err := db.NotifyFeed(ctx, tx, notified); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -301,11 +302,6 @@ type ingestion struct {
 	created time.Time
 	now     time.Time
 	res     *IngestResult
-	// chunked is set for an event of more than one chunk, whose feed
-	// announcement waits for the last chunk; notified collects the
-	// recipients to announce.
-	chunked  bool
-	notified []string
 }
 
 // unknownRecipient is the error for an event naming recipients that do
@@ -362,18 +358,13 @@ func (in *ingestion) part(ctx context.Context, ids []string) error {
 		r.skips[i].EventID = &in.eventID
 	}
 	// The writes that follow need no answer from each other: they go to
-	// the server together, one round trip instead of up to four.
+	// the server together, one round trip instead of up to three.
 	var flushes []Flush
 	err = db.PipelineTx(ctx, tx, func(q db.Querier) error {
 		if flushes, err = in.settleCloseTimes(ctx, q, typ, joined, settings, in.now); err != nil {
 			return err
 		}
 		if err := db.InsertNotifications(ctx, q, in.eventID, in.created, typ.Key, *in.ev.OccurredAt, rids, bids); err != nil {
-			return err
-		}
-		if in.chunked {
-			in.notified = append(in.notified, rids...)
-		} else if err := db.NotifyFeed(ctx, q, rids); err != nil {
 			return err
 		}
 		return db.InsertSkips(ctx, q, r.skips)
