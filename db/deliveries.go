@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Delivery is the record of one batch's email.
@@ -34,31 +36,58 @@ func scanDelivery(row interface{ Scan(...any) error }) (*Delivery, error) {
 	return d, err
 }
 
-// StartDelivery records, in one statement, that a batch's email is about
-// to be handed to SMTP: the batch becomes "flushing" and owned by jobID,
-// and its delivery (created on the first attempt) counts one more attempt
-// in state "sending". With sentEarly (at-most-once) both are marked sent
-// instead, before SMTP is asked.
-func StartDelivery(ctx context.Context, q Querier, batchID, jobID int64, messageID, to, subject string, sentEarly bool, now time.Time) (*Delivery, error) {
+// DeliveryStart is one email about to be handed to SMTP: its batch, the
+// job that owns the send, and what the email is.
+type DeliveryStart struct {
+	BatchID   int64
+	JobID     int64
+	MessageID string
+	To        string
+	Subject   string
+}
+
+// StartDeliveries records, in one statement, that emails are about to be
+// handed to SMTP: each batch becomes "flushing" and owned by its job, and
+// its delivery (created on the first attempt) counts one more attempt in
+// state "sending". With sentEarly (at-most-once) both are marked sent
+// instead, before SMTP is asked. The deliveries come back keyed by batch.
+func StartDeliveries(ctx context.Context, q Querier, starts []DeliveryStart, sentEarly bool, now time.Time) (map[int64]*Delivery, error) {
 	batchState, state := StateFlushing, "sending"
 	if sentEarly {
 		batchState, state = StateSent, StateSent
 	}
-	d, err := scanDelivery(q.QueryRow(ctx, `
-		WITH b AS (
-			UPDATE batches SET state = $7, flushing_at = $6, flush_job_id = $8,
-			    processed_at = CASE WHEN $7 = 'sent' THEN $6 ELSE processed_at END
-			WHERE id = $1)
+	n := len(starts)
+	batches, jobs := make([]int64, n), make([]int64, n)
+	ids, tos, subjects := make([]string, n), make([]string, n), make([]string, n)
+	for i, s := range starts {
+		batches[i], jobs[i], ids[i], tos[i], subjects[i] = s.BatchID, s.JobID, s.MessageID, s.To, s.Subject
+	}
+	rows, err := q.Query(ctx, `
+		WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+		                   AS v(batch_id, job_id, message_id, to_address, subject)),
+		b AS (
+			UPDATE batches SET state = $7::text, flushing_at = $6, flush_job_id = v.job_id,
+			    processed_at = CASE WHEN $7::text = 'sent' THEN $6 ELSE processed_at END
+			FROM v WHERE batches.id = v.batch_id)
 		INSERT INTO deliveries AS d (batch_id, message_id, to_address, subject, state, attempts, sending_at, sent_at)
-		VALUES ($1, $2, $3, $4, $5, 1, $6, CASE WHEN $5 = 'sent' THEN $6::timestamptz END)
+		SELECT batch_id, message_id, to_address, subject, $8::text, 1, $6, CASE WHEN $8::text = 'sent' THEN $6::timestamptz END
+		FROM v ORDER BY batch_id
 		ON CONFLICT (batch_id) DO UPDATE SET to_address = EXCLUDED.to_address, subject = EXCLUDED.subject,
 		    state = EXCLUDED.state, attempts = d.attempts + 1, sending_at = EXCLUDED.sending_at,
 		    sent_at = coalesce(EXCLUDED.sent_at, d.sent_at)
-		RETURNING `+deliveryColumns, batchID, messageID, to, subject, state, now, batchState, jobID))
+		RETURNING `+deliveryColumns, batches, jobs, ids, tos, subjects, now, batchState, state)
 	if err != nil {
-		return nil, fmt.Errorf("start delivery of batch %d: %w", batchID, err)
+		return nil, fmt.Errorf("start deliveries: %w", err)
 	}
-	return d, nil
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Delivery, error) { return scanDelivery(row) })
+	if err != nil {
+		return nil, fmt.Errorf("start deliveries: %w", err)
+	}
+	out := make(map[int64]*Delivery, len(ds))
+	for _, d := range ds {
+		out[d.BatchID] = d
+	}
+	return out, nil
 }
 
 // GetDeliveryByBatch loads a batch's delivery.

@@ -19,64 +19,153 @@ type FlushContent struct {
 	Settings map[string]RecipientSettings
 }
 
-// The reads of LockForFlush, each about batch $1. Item types come from a
-// subquery rather than from the items read before, so that all four
-// statements go to the server together.
+// The reads of a flush, each about the batches in $1. Types and
+// preferences are selected through subqueries rather than from the items
+// read before, so that all four statements go to the server together.
+// Preferences are read for every item type of any batch in $1; each
+// batch keeps those of its own types.
 const (
-	lockBatchQuery  = `SELECT ` + batchColumns + ` FROM batches WHERE id = $1 FOR UPDATE`
-	itemTypesQuery  = `SELECT DISTINCT type_key FROM notifications WHERE batch_id = $1 AND retracted_at IS NULL`
+	lockBatchesQuery     = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+	lockFreeBatchesQuery = lockBatchesQuery + ` SKIP LOCKED`
+	flushItemsQuery      = `
+		SELECT n.batch_id, n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.retracted_at, n.read_at
+		FROM notifications n
+		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+		WHERE n.batch_id = ANY($1) AND n.retracted_at IS NULL
+		ORDER BY n.batch_id, n.id`
+	itemTypesQuery  = `SELECT type_key FROM notifications WHERE batch_id = ANY($1) AND retracted_at IS NULL`
 	flushTypesQuery = `SELECT ` + typeColumns + ` FROM notification_types WHERE key IN (` + itemTypesQuery + `)`
 	flushPrefsQuery = `SELECT ` + settingsColumns + `
 		FROM recipients r
 		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key IN (` + itemTypesQuery + `)
-		WHERE r.id = (SELECT recipient_id FROM batches WHERE id = $1)`
+		WHERE r.id IN (SELECT recipient_id FROM batches WHERE id = ANY($1))`
 )
 
-// LockForFlush locks batch id and reads, under that lock, everything its
-// flush needs, in one round trip: a flush wave runs thousands of these, and
-// four round trips in a row would each wait their turn on a busy machine.
+// LockForFlush locks batch id, waiting for whoever holds it, and reads
+// under that lock everything its flush needs, in one round trip.
 func LockForFlush(ctx context.Context, tx pgx.Tx, id int64) (*FlushContent, error) {
+	cs, err := lockForFlush(ctx, tx, []int64{id}, lockBatchesQuery)
+	if err != nil {
+		return nil, err
+	}
+	if cs[id] == nil {
+		return nil, fmt.Errorf("batch %d: %w", id, ErrNotFound)
+	}
+	return cs[id], nil
+}
+
+// LockFreeForFlush is LockForFlush for many batches at once: a flush wave
+// runs thousands of flushes together, and one round trip of four
+// statements for a hundred batches costs the server far less than a
+// hundred. It skips batches another transaction holds (an ingest adding an
+// item, a flush of their own), so it never waits and cannot deadlock
+// against anyone locking batches in another order; the result has no
+// entry for a batch skipped or missing.
+func LockFreeForFlush(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*FlushContent, error) {
+	return lockForFlush(ctx, tx, ids, lockFreeBatchesQuery)
+}
+
+func lockForFlush(ctx context.Context, tx pgx.Tx, ids []int64, lockQuery string) (map[int64]*FlushContent, error) {
 	var q pgx.Batch
-	q.Queue(lockBatchQuery, id)
-	q.Queue(itemsQuery, id, false)
-	q.Queue(flushTypesQuery, id)
-	q.Queue(flushPrefsQuery, id)
+	q.Queue(lockQuery, ids)
+	q.Queue(flushItemsQuery, ids)
+	q.Queue(flushTypesQuery, ids)
+	q.Queue(flushPrefsQuery, ids)
 	res := tx.SendBatch(ctx, &q)
 	defer res.Close()
 
-	c := &FlushContent{Types: map[string]*Type{}, Settings: map[string]RecipientSettings{}}
-	var err error
-	if c.Batch, err = scanBatch(res.QueryRow()); err != nil {
-		return nil, notFound(err, fmt.Sprintf("batch %d", id))
-	}
+	out := make(map[int64]*FlushContent, len(ids))
 	rows, err := res.Query()
-	if c.Items, err = collectItems(rows, err); err != nil {
-		return nil, fmt.Errorf("batch %d items: %w", id, err)
+	batches, err := collectBatches(rows, err)
+	if err != nil {
+		return nil, fmt.Errorf("lock batches: %w", err)
+	}
+	for _, b := range batches {
+		out[b.ID] = &FlushContent{Batch: b, Types: map[string]*Type{}, Settings: map[string]RecipientSettings{}}
+	}
+	if err := readFlushItems(res, out); err != nil {
+		return nil, fmt.Errorf("batch items: %w", err)
 	}
 	rows, err = res.Query()
 	types, err := collectTypes(rows, err)
 	if err != nil {
-		return nil, fmt.Errorf("batch %d types: %w", id, err)
+		return nil, fmt.Errorf("batch types: %w", err)
 	}
+	byKey := make(map[string]*Type, len(types))
 	for _, t := range types {
-		c.Types[t.Key] = t
+		byKey[t.Key] = t
 	}
-	var rec *Recipient
-	prefs := map[string]*TypePreference{}
-	rows, err = res.Query()
+	for _, c := range out {
+		for _, it := range c.Items {
+			if t := byKey[it.TypeKey]; t != nil {
+				c.Types[it.TypeKey] = t
+			}
+		}
+	}
+	if err := readFlushSettings(res, out); err != nil {
+		return nil, fmt.Errorf("batch recipients: %w", err)
+	}
+	return out, res.Close()
+}
+
+func collectBatches(rows pgx.Rows, err error) ([]*Batch, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Batch, error) { return scanBatch(row) })
+}
+
+// readFlushItems hands each locked batch its items.
+func readFlushItems(res pgx.BatchResults, out map[int64]*FlushContent) error {
+	rows, err := res.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var batchID int64
+		var it Item
+		if err := rows.Scan(&batchID, &it.NotificationID, &it.EventID, &it.TypeKey, &it.Actor, &it.Object, &it.Data,
+			&it.OccurredAt, &it.RetractedAt, &it.ReadAt); err != nil {
+			return err
+		}
+		if c := out[batchID]; c != nil {
+			c.Items = append(c.Items, it)
+		}
+	}
+	return rows.Err()
+}
+
+// readFlushSettings hands each locked batch its recipient's settings for
+// each type among its items.
+func readFlushSettings(res pgx.BatchResults, out map[int64]*FlushContent) error {
+	type settings struct {
+		rec   Recipient
+		prefs map[string]*TypePreference
+	}
+	byRecipient := map[string]*settings{}
+	rows, err := res.Query()
 	err = scanSettings(rows, err, func(s RecipientSettings) {
-		rec = &s.Recipient
+		r := byRecipient[s.ID]
+		if r == nil {
+			r = &settings{rec: s.Recipient, prefs: map[string]*TypePreference{}}
+			byRecipient[s.ID] = r
+		}
 		if s.Pref != nil {
-			prefs[s.Pref.TypeKey] = s.Pref
+			r.prefs[s.Pref.TypeKey] = s.Pref
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("batch %d recipient: %w", id, err)
+		return err
 	}
-	if rec != nil {
+	for _, c := range out {
+		r := byRecipient[c.Batch.RecipientID]
+		if r == nil {
+			continue
+		}
 		for key := range c.Types {
-			c.Settings[key] = RecipientSettings{Recipient: *rec, Pref: prefs[key]}
+			c.Settings[key] = RecipientSettings{Recipient: r.rec, Pref: r.prefs[key]}
 		}
 	}
-	return c, res.Close()
+	return nil
 }

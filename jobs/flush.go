@@ -1,11 +1,15 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +61,12 @@ type FlushWorker struct {
 	// failure, doubled at every later one (15 s when zero). Tests shorten
 	// it to watch a whole outage and its backoff in seconds.
 	RetryBase time.Duration
+
+	// Flushes running at the same moment share their database work
+	// (group.go): one transaction locks, reads and starts a set of
+	// them, and one round trip records a set's outcomes.
+	prepares group[*river.Job[FlushArgs], prepared]
+	records  group[outcome, error]
 }
 
 func (w *FlushWorker) now() time.Time {
@@ -82,50 +92,178 @@ func (w *FlushWorker) NextRetry(job *river.Job[FlushArgs]) time.Time {
 // sendPlan is what the first step decided to send.
 type sendPlan struct {
 	batchID  int64
+	jobID    int64
 	closesAt time.Time
-	delivery *db.Delivery
+	// content is what to render; msg the email rendered from it.
+	content  mailtemplates.BatchContent
 	msg      *mailtemplates.Message
+	delivery *db.Delivery
 	// canceled says the batch was canceled instead: nothing to send.
 	canceled bool
 }
 
+// prepared is what step one decided for one job: a plan to send, a
+// snooze, nothing to do (neither), or an error. alone says the job was
+// not settled in a set and must run step one by itself.
+type prepared struct {
+	plan   *sendPlan
+	snooze time.Duration
+	err    error
+	alone  bool
+}
+
 // Work flushes the batch.
 func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error {
-	var plan *sendPlan
-	var snooze time.Duration
-	// In at-least-once mode losing this step in a crash only means the
-	// batch is flushed again, so its commit need not wait for the disk;
-	// the outcome recorded after sending is durable. In at-most-once mode
-	// this step marks the email sent and must be durable before SMTP.
-	inTx := w.DB.InTxAsyncCommit
-	if w.AtMostOnce {
-		inTx = w.DB.InTx
+	p := w.prepares.do(ctx, job, w.prepareSet)
+	if p.alone {
+		p = w.prepareAlone(ctx, job)
 	}
-	err := inTx(ctx, func(tx pgx.Tx) (err error) {
-		plan, snooze, err = w.prepare(ctx, tx, job)
-		return err
-	})
 	switch {
-	case err != nil:
+	case p.err != nil:
 		w.Metrics.Flushed(metrics.FlushError)
-		return fmt.Errorf("flush batch %d: %w", job.Args.BatchID, err)
-	case snooze > 0:
+		return fmt.Errorf("flush batch %d: %w", job.Args.BatchID, p.err)
+	case p.snooze > 0:
 		w.Metrics.Flushed(metrics.FlushSnoozed)
-		return river.JobSnooze(snooze)
-	case plan == nil:
+		return river.JobSnooze(p.snooze)
+	case p.plan == nil:
 		w.Metrics.Flushed(metrics.FlushSkipped)
 		return nil
-	case plan.canceled:
+	case p.plan.canceled:
 		w.Metrics.Flushed(metrics.FlushCanceled)
 		return nil
 	}
-	return w.send(ctx, job, plan)
+	return w.send(ctx, job, p.plan)
 }
 
-// prepare is step one. It returns a plan to send, a snooze when the batch
-// is not due yet, or neither when there is nothing to do.
+// inTx runs step one's transaction. In at-least-once mode losing it in a
+// crash only means the batch is flushed again, so its commit need not wait
+// for the disk; the outcome recorded after sending is durable. In
+// at-most-once mode this step marks the email sent and must be durable
+// before SMTP.
+func (w *FlushWorker) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if w.AtMostOnce {
+		return w.DB.InTx(ctx, fn)
+	}
+	return w.DB.InTxAsyncCommit(ctx, fn)
+}
+
+// prepareAlone is step one for one job, waiting for its batch's lock.
+func (w *FlushWorker) prepareAlone(ctx context.Context, job *river.Job[FlushArgs]) (p prepared) {
+	p.err = w.inTx(ctx, func(tx pgx.Tx) (err error) {
+		p.plan, p.snooze, err = w.prepare(ctx, tx, job)
+		return err
+	})
+	return p
+}
+
+// prepareSet is step one for a set of jobs in one transaction. A batch
+// that another transaction holds, a second job for a batch already in the
+// set, and a job whose decision failed go alone: the first two then wait
+// for the lock as a single flush does, and the last reports its own error.
+// If the transaction fails, every job goes alone, so one batch's trouble
+// is never another's.
+func (w *FlushWorker) prepareSet(ctx context.Context, set []*river.Job[FlushArgs]) []prepared {
+	if len(set) == 1 {
+		// The leader does a single flush's work itself, so that calls
+		// arriving meanwhile gather into the next set.
+		return []prepared{w.prepareAlone(ctx, set[0])}
+	}
+	out := make([]prepared, len(set))
+	err := w.inTx(ctx, func(tx pgx.Tx) error {
+		ids := make([]int64, len(set))
+		for i, job := range set {
+			ids[i] = job.Args.BatchID
+		}
+		cs, err := db.LockFreeForFlush(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		now := w.now()
+		var plans []*sendPlan
+		for i, job := range set {
+			fc := cs[job.Args.BatchID]
+			delete(cs, job.Args.BatchID)
+			if fc == nil {
+				out[i].alone = true
+				continue
+			}
+			plan, snooze, err := w.decide(ctx, tx, fc, job, now)
+			if err != nil {
+				out[i].alone = true
+				continue
+			}
+			out[i].plan, out[i].snooze = plan, snooze
+			if plan != nil && !plan.canceled {
+				plans = append(plans, plan)
+			}
+		}
+		w.renderAll(plans, now)
+		var rendered []*sendPlan
+		for i := range out {
+			switch p := out[i].plan; {
+			case p == nil || p.canceled:
+			case p.msg == nil:
+				// Alone, the render fails again and reports why.
+				out[i] = prepared{alone: true}
+			default:
+				rendered = append(rendered, p)
+			}
+		}
+		return w.startDeliveries(ctx, tx, rendered, now)
+	})
+	if err != nil {
+		for i := range out {
+			out[i] = prepared{alone: true}
+		}
+	}
+	return out
+}
+
+// startDeliveries starts the deliveries of rendered plans and gives each
+// plan its delivery.
+func (w *FlushWorker) startDeliveries(ctx context.Context, tx pgx.Tx, plans []*sendPlan, now time.Time) error {
+	if len(plans) == 0 {
+		return nil
+	}
+	starts := make([]db.DeliveryStart, len(plans))
+	for i, p := range plans {
+		starts[i] = db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject}
+	}
+	ds, err := db.StartDeliveries(ctx, tx, starts, w.AtMostOnce, now)
+	if err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if p.delivery = ds[p.batchID]; p.delivery == nil {
+			return fmt.Errorf("start delivery of batch %d: %w", p.batchID, db.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// renderAll renders the emails of plans on every core: rendering is most
+// of a set's own work, and the set's transaction stays open meanwhile. A
+// plan whose email fails to render is left without one.
+func (w *FlushWorker) renderAll(plans []*sendPlan, now time.Time) {
+	next := make(chan *sendPlan)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(plans)) {
+		wg.Go(func() {
+			for p := range next {
+				p.msg, _ = w.render(p.content, now)
+			}
+		})
+	}
+	for _, p := range plans {
+		next <- p
+	}
+	close(next)
+	wg.Wait()
+}
+
+// prepare is step one for one job. It returns a plan to send, a snooze
+// when the batch is not due yet, or neither when there is nothing to do.
 func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[FlushArgs]) (*sendPlan, time.Duration, error) {
-	now := w.now()
 	fc, err := db.LockForFlush(ctx, tx, job.Args.BatchID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, 0, nil
@@ -133,6 +271,21 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	if err != nil {
 		return nil, 0, err
 	}
+	now := w.now()
+	plan, snooze, err := w.decide(ctx, tx, fc, job, now)
+	if err != nil || plan == nil || plan.canceled {
+		return plan, snooze, err
+	}
+	if plan.msg, err = w.render(plan.content, now); err != nil {
+		return nil, 0, err
+	}
+	return plan, 0, w.startDeliveries(ctx, tx, []*sendPlan{plan}, now)
+}
+
+// decide is step one for a locked batch: it snoozes, skips, cancels, or
+// returns a plan to send, which the caller renders and starts with those
+// of other batches in the same transaction.
+func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent, job *river.Job[FlushArgs], now time.Time) (*sendPlan, time.Duration, error) {
 	b := fc.Batch
 	switch b.State {
 	case db.StateOpen:
@@ -170,15 +323,7 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	if reason != "" {
 		return &sendPlan{batchID: b.ID, canceled: true}, 0, w.cancel(ctx, tx, b, reason, now)
 	}
-	msg, err := w.render(content, now)
-	if err != nil {
-		return nil, 0, err
-	}
-	d, err := db.StartDelivery(ctx, tx, b.ID, job.ID, msg.MessageID, msg.To, msg.Subject, w.AtMostOnce, now)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &sendPlan{batchID: b.ID, closesAt: b.ClosesAt, delivery: d, msg: msg}, 0, nil
+	return &sendPlan{batchID: b.ID, jobID: job.ID, closesAt: b.ClosesAt, content: content}, 0, nil
 }
 
 // check looks at the recipient's preferences again: anything muted or
@@ -258,42 +403,24 @@ func (w *FlushWorker) flagLost(ctx context.Context, tx pgx.Tx, batchID int64) er
 	return db.MarkPossiblyLost(ctx, tx, d.ID)
 }
 
+// outcome is what step two came to for one job, for step three to record.
+type outcome struct {
+	job     *river.Job[FlushArgs]
+	plan    *sendPlan
+	sendErr error
+	final   bool
+	now     time.Time
+}
+
 // send is steps two and three: hand the email to the sender and record
 // what happened. A temporary failure returns an error so River retries the
 // job; a permanent one, or the last try, fails the batch visibly.
 func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan *sendPlan) error {
 	sendErr := w.Sender.Send(ctx, plan.msg)
-	now := w.now()
-	final := sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
-	w.Metrics.Delivered(sendErr, final, now.Sub(plan.closesAt))
-	err := w.DB.Pipeline(context.WithoutCancel(ctx), func(tx db.Querier) error {
-		// The batch row first, then the delivery's, in the order prepare
-		// and flagLost lock them: the other order deadlocks against a
-		// job that holds the batch and waits for the delivery.
-		switch {
-		case sendErr == nil:
-			if err := db.SetBatchState(ctx, tx, plan.batchID, db.StateSent, "", 0, now); err != nil {
-				return err
-			}
-			return db.RecordAttempt(ctx, tx, plan.delivery.ID, true, "ok", db.StateSent, now)
-		case final:
-			if err := db.SetBatchState(ctx, tx, plan.batchID, db.StateFailed, sendErr.Error(), 0, now); err != nil {
-				return err
-			}
-			return db.RecordAttempt(ctx, tx, plan.delivery.ID, false, sendErr.Error(), db.StateFailed, now)
-		default:
-			state := ""
-			if w.AtMostOnce {
-				// Known not sent: back to flushing so the retry may send it.
-				state = "sending"
-				if err := db.SetBatchState(ctx, tx, plan.batchID, db.StateFlushing, "", job.ID, now); err != nil {
-					return err
-				}
-			}
-			return db.RecordAttempt(ctx, tx, plan.delivery.ID, false, sendErr.Error(), state, now)
-		}
-	})
-	if err != nil {
+	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
+	o.final = sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
+	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))
+	if err := w.records.do(ctx, o, w.recordSet); err != nil {
 		w.Metrics.Flushed(metrics.FlushError)
 		return fmt.Errorf("record delivery of batch %d: %w", plan.batchID, err)
 	}
@@ -301,12 +428,68 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 	case sendErr == nil:
 		w.Metrics.Flushed(metrics.FlushSent)
 		return nil
-	case final:
+	case o.final:
 		w.Metrics.Flushed(metrics.FlushFailed)
 		w.Logger.Warn("delivery failed", "batch", plan.batchID, "err", sendErr)
 		return river.JobCancel(sendErr)
 	default:
 		w.Metrics.Flushed(metrics.FlushRetry)
 		return fmt.Errorf("send batch %d: %w", plan.batchID, sendErr)
+	}
+}
+
+// recordSet is step three for a set of outcomes: their writes go to the
+// server in one round trip and commit together, durably, with one disk
+// flush. Batches are written in id order, so two sets never wait on each
+// other in a circle. If the set fails, each outcome is recorded alone, so
+// one outcome's trouble is never another's.
+func (w *FlushWorker) recordSet(ctx context.Context, set []outcome) []error {
+	errs := make([]error, len(set))
+	if len(set) > 1 {
+		sorted := slices.SortedFunc(slices.Values(set), func(a, b outcome) int { return cmp.Compare(a.plan.batchID, b.plan.batchID) })
+		err := w.DB.Pipeline(ctx, func(q db.Querier) error {
+			for _, o := range sorted {
+				if err := w.record(ctx, q, o); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			return errs
+		}
+	}
+	for i, o := range set {
+		errs[i] = w.DB.Pipeline(ctx, func(q db.Querier) error { return w.record(ctx, q, o) })
+	}
+	return errs
+}
+
+// record writes one outcome: the batch row first, then the delivery's, in
+// the order prepare and flagLost lock them; the other order deadlocks
+// against a job that holds the batch and waits for the delivery.
+func (w *FlushWorker) record(ctx context.Context, q db.Querier, o outcome) error {
+	batchID, deliveryID := o.plan.batchID, o.plan.delivery.ID
+	switch {
+	case o.sendErr == nil:
+		if err := db.SetBatchState(ctx, q, batchID, db.StateSent, "", 0, o.now); err != nil {
+			return err
+		}
+		return db.RecordAttempt(ctx, q, deliveryID, true, "ok", db.StateSent, o.now)
+	case o.final:
+		if err := db.SetBatchState(ctx, q, batchID, db.StateFailed, o.sendErr.Error(), 0, o.now); err != nil {
+			return err
+		}
+		return db.RecordAttempt(ctx, q, deliveryID, false, o.sendErr.Error(), db.StateFailed, o.now)
+	default:
+		state := ""
+		if w.AtMostOnce {
+			// Known not sent: back to flushing so the retry may send it.
+			state = "sending"
+			if err := db.SetBatchState(ctx, q, batchID, db.StateFlushing, "", o.job.ID, o.now); err != nil {
+				return err
+			}
+		}
+		return db.RecordAttempt(ctx, q, deliveryID, false, o.sendErr.Error(), state, o.now)
 	}
 }

@@ -1,0 +1,17 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+)
+
+// PrepareSet runs step one for set as one group would, and says for each
+// job whether it was left to go alone and whether a delivery was started.
+func (w *FlushWorker) PrepareSet(ctx context.Context, set []*river.Job[FlushArgs]) (alone, started []bool) {
+	for _, p := range w.prepareSet(ctx, set) {
+		alone = append(alone, p.alone)
+		started = append(started, p.plan != nil && p.plan.delivery != nil)
+	}
+	return alone, started
+}

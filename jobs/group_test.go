@@ -1,0 +1,120 @@
+package jobs
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Calls made while sets are running wait and run together, each gets its
+// own answer, and every call is answered however the calls interleave.
+func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
+	t.Parallel()
+	var g group[int, int]
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sets [][]int
+	run := func(_ context.Context, in []int) []int {
+		mu.Lock()
+		first := len(sets) < groupLeaders
+		sets = append(sets, append([]int(nil), in...))
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		out := make([]int, len(in))
+		for i, v := range in {
+			out[i] = v * 10
+		}
+		return out
+	}
+	const calls = 250
+	var wg sync.WaitGroup
+	var started atomic.Int32
+	for i := range calls {
+		wg.Go(func() {
+			started.Add(1)
+			if got := g.do(context.Background(), i, run); got != i*10 {
+				t.Errorf("call %d got %d, want %d", i, got, i*10)
+			}
+		})
+		if i == groupLeaders-1 {
+			// Both leaders are inside run before the rest arrive.
+			for {
+				mu.Lock()
+				n := len(sets)
+				mu.Unlock()
+				if n == groupLeaders {
+					break
+				}
+			}
+		}
+	}
+	for started.Load() < calls {
+	}
+	for {
+		g.mu.Lock()
+		n := len(g.pending)
+		g.mu.Unlock()
+		if n == calls-groupLeaders {
+			break
+		}
+	}
+	close(release)
+	wg.Wait()
+
+	seen := map[int]bool{}
+	for _, s := range sets {
+		if len(s) > groupSize {
+			t.Errorf("a set of %d, more than %d", len(s), groupSize)
+		}
+		for _, v := range s {
+			if seen[v] {
+				t.Errorf("call %d ran twice", v)
+			}
+			seen[v] = true
+		}
+	}
+	if len(seen) != calls {
+		t.Fatalf("%d calls ran, want %d", len(seen), calls)
+	}
+	// Two sets of one (the leaders), then the 248 waiting calls in sets
+	// of at most a hundred.
+	if want := groupLeaders + (calls-groupLeaders+groupSize-1)/groupSize; len(sets) != want {
+		t.Fatalf("%d sets, want %d", len(sets), want)
+	}
+	if g.leaders != 0 || len(g.pending) != 0 {
+		t.Fatalf("after the calls: %d leaders, %d pending", g.leaders, len(g.pending))
+	}
+}
+
+// Calls arriving at random while others run never hang and never lose an
+// answer.
+func TestGroupUnderChurn(t *testing.T) {
+	t.Parallel()
+	var g group[int, int]
+	run := func(_ context.Context, in []int) []int {
+		out := make([]int, len(in))
+		for i, v := range in {
+			out[i] = -v
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for w := range 64 {
+		wg.Go(func() {
+			for i := range 200 {
+				v := w*1000 + i
+				if got := g.do(context.Background(), v, run); got != -v {
+					t.Errorf("call %d got %d", v, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if g.leaders != 0 || len(g.pending) != 0 {
+		t.Fatalf("after the calls: %d leaders, %d pending", g.leaders, len(g.pending))
+	}
+}
