@@ -175,9 +175,14 @@ func (a *app) build(ctx context.Context) error {
 		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom,
 		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
 	}
+	// A flush job promoted ahead of its time is fetched at River's next
+	// poll after its batch closes, so the poll interval is how late a
+	// flush may start; ten cheap polls a second keep that under a tenth
+	// of a second.
 	client, err := jobs.NewClient(a.db, jobs.Config{
 		Workers: cfg.Workers, JobTimeout: cfg.JobTimeout, RescueAfter: cfg.RescueAfter,
-		SweepEvery: 30 * time.Second, Retention: cfg.Retention, FetchCooldown: 20 * time.Millisecond,
+		SweepEvery: 30 * time.Second, Retention: cfg.Retention,
+		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond,
 	}, flush, a.logger, false)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)

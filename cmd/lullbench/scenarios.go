@@ -291,8 +291,8 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	}
 	at := time.Now().Add(3 * time.Second)
 	for _, q := range []string{
-		`UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2 * due.n) FROM due WHERE b.id = due.batch_id`,
-		`UPDATE river_job j SET scheduled_at = $1::timestamptz + make_interval(secs => $2 * due.n) FROM due WHERE j.id = due.job_id`,
+		`UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n) FROM due WHERE b.id = due.batch_id`,
+		`UPDATE river_job j SET scheduled_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n) FROM due WHERE j.id = due.job_id`,
 	} {
 		if _, err := tx.Exec(ctx, q, at, spacing); err != nil {
 			return waveResult{}, err
