@@ -65,7 +65,7 @@ type FlushWorker struct {
 	// Flushes running at the same moment share their database work
 	// (group.go): one transaction locks, reads and starts a set of
 	// them, and one round trip records a set's outcomes.
-	prepares group[*river.Job[FlushArgs], prepared]
+	prepares group[flushCall, prepared]
 	records  group[outcome, error]
 }
 
@@ -112,10 +112,16 @@ type prepared struct {
 	alone  bool
 }
 
+// flushCall is one job's call for step one, with the job's own context.
+type flushCall struct {
+	ctx context.Context
+	job *river.Job[FlushArgs]
+}
+
 // Work flushes the batch.
 func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error {
-	p := w.prepares.do(ctx, job, w.prepareSet)
-	if p.alone {
+	p, ok := w.prepares.do(ctx, flushCall{ctx, job}, w.prepareSet)
+	if !ok || p.alone {
 		p = w.prepareAlone(ctx, job)
 	}
 	switch {
@@ -156,24 +162,25 @@ func (w *FlushWorker) prepareAlone(ctx context.Context, job *river.Job[FlushArgs
 	return p
 }
 
-// prepareSet is step one for a set of jobs in one transaction. A batch
-// that another transaction holds, a second job for a batch already in the
-// set, and a job whose decision failed go alone: the first two then wait
-// for the lock as a single flush does, and the last reports its own error.
-// If the transaction fails, every job goes alone, so one batch's trouble
-// is never another's.
-func (w *FlushWorker) prepareSet(ctx context.Context, set []*river.Job[FlushArgs]) []prepared {
-	if len(set) == 1 {
-		// The leader does a single flush's work itself, so that calls
-		// arriving meanwhile gather into the next set.
-		return []prepared{w.prepareAlone(ctx, set[0])}
-	}
-	out := make([]prepared, len(set))
-	err := w.inTx(ctx, func(tx pgx.Tx) error {
-		ids := make([]int64, len(set))
-		for i, job := range set {
-			ids[i] = job.Args.BatchID
+// prepareSet is step one for a set of jobs in one transaction; a set of
+// one is no exception, so that calls arriving meanwhile gather into the
+// next set. A batch that another transaction holds, a second job for a
+// batch already in the set, a job whose own time is up and a job whose
+// decision failed go alone: the first two then wait for the lock outside
+// the group, as a single flush does, and the others report their own
+// error. If the transaction fails, every job goes alone, so one batch's
+// trouble is never another's.
+func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepared {
+	out := make([]prepared, len(calls))
+	set := make([]*river.Job[FlushArgs], len(calls))
+	ids := make([]int64, len(calls))
+	for i, c := range calls {
+		set[i], ids[i] = c.job, c.job.Args.BatchID
+		if c.ctx.Err() != nil {
+			ids[i] = 0 // no batch: the job goes alone
 		}
+	}
+	err := w.inTx(ctx, func(tx pgx.Tx) error {
 		cs, err := db.LockFreeForFlush(ctx, tx, ids)
 		if err != nil {
 			return err
@@ -181,8 +188,8 @@ func (w *FlushWorker) prepareSet(ctx context.Context, set []*river.Job[FlushArgs
 		now := w.now()
 		var plans []*sendPlan
 		for i, job := range set {
-			fc := cs[job.Args.BatchID]
-			delete(cs, job.Args.BatchID)
+			fc := cs[ids[i]]
+			delete(cs, ids[i])
 			if fc == nil {
 				out[i].alone = true
 				continue
@@ -250,7 +257,7 @@ func (w *FlushWorker) renderAll(plans []*sendPlan, now time.Time) {
 	for range min(runtime.GOMAXPROCS(0), len(plans)) {
 		wg.Go(func() {
 			for p := range next {
-				p.msg, _ = w.render(p.content, now)
+				p.msg = w.renderOrNil(p.content, now)
 			}
 		})
 	}
@@ -370,6 +377,19 @@ func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, st
 	return c, "", nil
 }
 
+// renderOrNil renders c, or returns nil if rendering fails or panics: the
+// job then renders alone, on its own goroutine, and reports what went
+// wrong.
+func (w *FlushWorker) renderOrNil(c mailtemplates.BatchContent, now time.Time) (msg *mailtemplates.Message) {
+	defer func() {
+		if recover() != nil {
+			msg = nil
+		}
+	}()
+	msg, _ = w.render(c, now)
+	return msg
+}
+
 func (w *FlushWorker) render(c mailtemplates.BatchContent, now time.Time) (*mailtemplates.Message, error) {
 	in := mailtemplates.InputFromBatch(c)
 	in.From = w.From
@@ -420,7 +440,12 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
 	o.final = sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
 	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))
-	if err := w.records.do(ctx, o, w.recordSet); err != nil {
+	err, ok := w.records.do(ctx, o, w.recordSet)
+	if !ok || err != nil {
+		// The set failed as a whole: record this outcome by itself.
+		err = w.DB.Pipeline(context.WithoutCancel(ctx), func(q db.Querier) error { return w.record(ctx, q, o) })
+	}
+	if err != nil {
 		w.Metrics.Flushed(metrics.FlushError)
 		return fmt.Errorf("record delivery of batch %d: %w", plan.batchID, err)
 	}
@@ -441,26 +466,21 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 // recordSet is step three for a set of outcomes: their writes go to the
 // server in one round trip and commit together, durably, with one disk
 // flush. Batches are written in id order, so two sets never wait on each
-// other in a circle. If the set fails, each outcome is recorded alone, so
-// one outcome's trouble is never another's.
+// other in a circle. If the set fails, every outcome gets the error and is
+// then recorded by itself, so one outcome's trouble is never another's.
 func (w *FlushWorker) recordSet(ctx context.Context, set []outcome) []error {
-	errs := make([]error, len(set))
-	if len(set) > 1 {
-		sorted := slices.SortedFunc(slices.Values(set), func(a, b outcome) int { return cmp.Compare(a.plan.batchID, b.plan.batchID) })
-		err := w.DB.Pipeline(ctx, func(q db.Querier) error {
-			for _, o := range sorted {
-				if err := w.record(ctx, q, o); err != nil {
-					return err
-				}
+	sorted := slices.SortedFunc(slices.Values(set), func(a, b outcome) int { return cmp.Compare(a.plan.batchID, b.plan.batchID) })
+	err := w.DB.Pipeline(ctx, func(q db.Querier) error {
+		for _, o := range sorted {
+			if err := w.record(ctx, q, o); err != nil {
+				return err
 			}
-			return nil
-		})
-		if err == nil {
-			return errs
 		}
-	}
-	for i, o := range set {
-		errs[i] = w.DB.Pipeline(ctx, func(q db.Querier) error { return w.record(ctx, q, o) })
+		return nil
+	})
+	errs := make([]error, len(set))
+	for i := range errs {
+		errs[i] = err
 	}
 	return errs
 }

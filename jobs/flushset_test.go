@@ -166,3 +166,43 @@ func TestFlushSetsPassABatchAnIngestHolds(t *testing.T) {
 		t.Fatalf("the held batch is %s with %d items, want sent with 2", got.State, got.ItemCount)
 	}
 }
+
+// Flushes of batches another transaction holds, started before any other,
+// wait for their locks outside the group: the flushes that come after
+// them are not held up.
+func TestHeldBatchesDoNotStallLaterFlushes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.digests(t, 12)
+	held := b.hold(t, "SELECT 1 FROM batches WHERE id = ANY($1) FOR UPDATE", ids[:2])
+	var wg sync.WaitGroup
+	work := func(i int, id int64) {
+		wg.Go(func() {
+			if err := b.workAs(ctx, int64(i+1), id, 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for i, id := range ids[:2] {
+		work(i, id)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i, id := range ids[2:] {
+		work(i+2, id)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for b.count(t, "SELECT count(*) FROM batches WHERE state = 'sent'") < len(ids)-2 {
+		if time.Now().After(deadline) {
+			t.Fatal("flushes of free batches waited behind the held ones")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := b.count(t, "SELECT count(*) FROM batches WHERE state = 'sent'"); got != len(ids) {
+		t.Fatalf("%d batches sent, want %d", got, len(ids))
+	}
+}

@@ -30,6 +30,7 @@ type group[In, Out any] struct {
 type groupCall[In, Out any] struct {
 	in  In
 	out Out
+	ok  bool // out is a result: the set did not fail as a whole
 	// done carries true when out is set, false when the call is asked to
 	// lead the next set. It holds both, so no sender ever waits.
 	done   chan bool
@@ -50,8 +51,11 @@ const (
 // do runs in through run, alone or in a set with calls made at the same
 // time. run gets the inputs of one set and returns their outputs in the
 // same order; it runs on behalf of every caller in the set, so it is given
-// the leader's context without its cancellation.
-func (g *group[In, Out]) do(ctx context.Context, in In, run func(context.Context, []In) []Out) Out {
+// the leader's context without its cancellation, and must not wait for
+// anything one caller holds. ok is false when the set failed as a whole
+// (run panicked): the caller then does its own work by itself, so that a
+// panic fails one job, as it would without the group.
+func (g *group[In, Out]) do(ctx context.Context, in In, run func(context.Context, []In) []Out) (out Out, ok bool) {
 	c := &groupCall[In, Out]{in: in, done: make(chan bool, 2)}
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
@@ -66,7 +70,7 @@ func (g *group[In, Out]) do(ctx context.Context, in In, run func(context.Context
 			g.lead(ctx, run)
 		}
 		if <-c.done {
-			return c.out
+			return c.out, c.ok
 		}
 		lead = true
 	}
@@ -86,11 +90,11 @@ func (g *group[In, Out]) lead(ctx context.Context, run func(context.Context, []I
 		for i, c := range set {
 			ins[i] = c.in
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
-		outs := run(ctx, ins)
-		cancel()
+		outs, ok := runSet(ctx, ins, run)
 		for i, c := range set {
-			c.out = outs[i]
+			if c.ok = ok; ok {
+				c.out = outs[i]
+			}
 			c.done <- true
 		}
 	}
@@ -105,4 +109,16 @@ func (g *group[In, Out]) lead(ctx context.Context, run func(context.Context, []I
 		}
 	}
 	g.leaders--
+}
+
+// runSet runs one set, turning a panic into ok false.
+func runSet[In, Out any](ctx context.Context, ins []In, run func(context.Context, []In) []Out) (outs []Out, ok bool) {
+	defer func() {
+		if recover() != nil {
+			outs, ok = nil, false
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+	defer cancel()
+	return run(ctx, ins), true
 }

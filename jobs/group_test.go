@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 	for i := range calls {
 		wg.Go(func() {
 			started.Add(1)
-			if got := g.do(context.Background(), i, run); got != i*10 {
+			if got, ok := g.do(context.Background(), i, run); !ok || got != i*10 {
 				t.Errorf("call %d got %d, want %d", i, got, i*10)
 			}
 		})
@@ -106,7 +107,7 @@ func TestGroupUnderChurn(t *testing.T) {
 		wg.Go(func() {
 			for i := range 200 {
 				v := w*1000 + i
-				if got := g.do(context.Background(), v, run); got != -v {
+				if got, ok := g.do(context.Background(), v, run); !ok || got != -v {
 					t.Errorf("call %d got %d", v, got)
 					return
 				}
@@ -114,6 +115,34 @@ func TestGroupUnderChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if g.leaders != 0 || len(g.pending) != 0 {
+		t.Fatalf("after the calls: %d leaders, %d pending", g.leaders, len(g.pending))
+	}
+}
+
+// A set that panics answers each of its calls with ok false, so that each
+// does its own work, and the group goes on running later calls.
+func TestGroupSurvivesAPanickingSet(t *testing.T) {
+	t.Parallel()
+	var g group[int, int]
+	run := func(_ context.Context, in []int) []int {
+		if slices.Contains(in, -1) {
+			panic("bad input")
+		}
+		return in
+	}
+	var wg sync.WaitGroup
+	for i := range 2 * groupLeaders {
+		wg.Go(func() {
+			if _, ok := g.do(context.Background(), -1, run); ok {
+				t.Errorf("call %d: a panicking set answered ok", i)
+			}
+		})
+	}
+	wg.Wait()
+	if got, ok := g.do(context.Background(), 7, run); !ok || got != 7 {
+		t.Fatalf("after panics: got %d, %v", got, ok)
+	}
 	if g.leaders != 0 || len(g.pending) != 0 {
 		t.Fatalf("after the calls: %d leaders, %d pending", g.leaders, len(g.pending))
 	}
