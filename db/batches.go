@@ -113,21 +113,32 @@ func BatchItems(ctx context.Context, q Querier, batchID int64, withRetracted boo
 	return items, nil
 }
 
-// itemsQuery reads batch $1's items, retracted ones only when $2.
-const itemsQuery = `
-	SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.retracted_at, n.read_at
+// itemsFrom selects items (itemFields) with their events' content; a
+// WHERE clause completes it.
+const itemsFrom = `
+	SELECT n.batch_id, n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.retracted_at, n.read_at
 	FROM notifications n
-	JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+	JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at`
+
+// itemsQuery reads batch $1's items, retracted ones only when $2.
+const itemsQuery = itemsFrom + `
 	WHERE n.batch_id = $1 AND ($2 OR n.retracted_at IS NULL)
 	ORDER BY n.id`
+
+// itemFields are where a row of itemsFrom is scanned to: the batch id into
+// batchID, the rest into it.
+func itemFields(batchID *int64, it *Item) []any {
+	return []any{batchID, &it.NotificationID, &it.EventID, &it.TypeKey, &it.Actor, &it.Object, &it.Data, &it.OccurredAt, &it.RetractedAt, &it.ReadAt}
+}
 
 func collectItems(rows pgx.Rows, err error) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Item, error) {
+		var batchID int64
 		var it Item
-		err := row.Scan(&it.NotificationID, &it.EventID, &it.TypeKey, &it.Actor, &it.Object, &it.Data, &it.OccurredAt, &it.RetractedAt, &it.ReadAt)
+		err := row.Scan(itemFields(&batchID, &it)...)
 		return it, err
 	})
 }

@@ -27,10 +27,7 @@ type FlushContent struct {
 const (
 	lockBatchesQuery     = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`
 	lockFreeBatchesQuery = lockBatchesQuery + ` SKIP LOCKED`
-	flushItemsQuery      = `
-		SELECT n.batch_id, n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.retracted_at, n.read_at
-		FROM notifications n
-		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+	flushItemsQuery      = itemsFrom + `
 		WHERE n.batch_id = ANY($1) AND n.retracted_at IS NULL
 		ORDER BY n.batch_id, n.id`
 	itemTypesQuery  = `SELECT type_key FROM notifications WHERE batch_id = ANY($1) AND retracted_at IS NULL`
@@ -125,8 +122,7 @@ func readFlushItems(res pgx.BatchResults, out map[int64]*FlushContent) error {
 	for rows.Next() {
 		var batchID int64
 		var it Item
-		if err := rows.Scan(&batchID, &it.NotificationID, &it.EventID, &it.TypeKey, &it.Actor, &it.Object, &it.Data,
-			&it.OccurredAt, &it.RetractedAt, &it.ReadAt); err != nil {
+		if err := rows.Scan(itemFields(&batchID, &it)...); err != nil {
 			return err
 		}
 		if c := out[batchID]; c != nil {

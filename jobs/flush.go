@@ -172,10 +172,9 @@ func (w *FlushWorker) prepareAlone(ctx context.Context, job *river.Job[FlushArgs
 // trouble is never another's.
 func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepared {
 	out := make([]prepared, len(calls))
-	set := make([]*river.Job[FlushArgs], len(calls))
 	ids := make([]int64, len(calls))
 	for i, c := range calls {
-		set[i], ids[i] = c.job, c.job.Args.BatchID
+		ids[i] = c.job.Args.BatchID
 		if c.ctx.Err() != nil {
 			ids[i] = 0 // no batch: the job goes alone
 		}
@@ -187,14 +186,14 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 		}
 		now := w.now()
 		var plans []*sendPlan
-		for i, job := range set {
+		for i, c := range calls {
 			fc := cs[ids[i]]
 			delete(cs, ids[i])
 			if fc == nil {
 				out[i].alone = true
 				continue
 			}
-			plan, snooze, err := w.decide(ctx, tx, fc, job, now)
+			plan, snooze, err := w.decide(ctx, tx, fc, c.job, now)
 			if err != nil {
 				out[i].alone = true
 				continue

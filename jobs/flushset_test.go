@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +108,11 @@ func TestConcurrentFlushSetsSendEachBatchOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ids := b.digests(t, 150)
+	// A clock that moves on every reading: a delivery started alone has a
+	// sending time of its own, the deliveries of one set share theirs.
+	base := b.clock.Now()
+	var tick atomic.Int64
+	b.flush.Now = func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Microsecond) }
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -128,6 +134,14 @@ func TestConcurrentFlushSetsSendEachBatchOnce(t *testing.T) {
 	}
 	if got := b.count(t, "SELECT count(*) FROM batches WHERE state = 'sent'"); got != len(ids) {
 		t.Fatalf("%d batches sent, want %d", got, len(ids))
+	}
+	// Sets formed: deliveries started together, and outcomes recorded in
+	// one transaction (the attempts rows of one share their xmin).
+	if got := b.count(t, "SELECT count(DISTINCT sending_at) FROM deliveries"); got >= len(ids) {
+		t.Fatalf("%d start times for %d deliveries: no set started deliveries together", got, len(ids))
+	}
+	if got := b.count(t, "SELECT count(DISTINCT xmin::text) FROM delivery_attempts"); got >= len(ids) {
+		t.Fatalf("%d transactions for %d attempts: no set recorded outcomes together", got, len(ids))
 	}
 }
 

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -49,10 +50,12 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 				if n == groupLeaders {
 					break
 				}
+				runtime.Gosched()
 			}
 		}
 	}
 	for started.Load() < calls {
+		runtime.Gosched()
 	}
 	for {
 		g.mu.Lock()
@@ -61,6 +64,7 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 		if n == calls-groupLeaders {
 			break
 		}
+		runtime.Gosched()
 	}
 	close(release)
 	wg.Wait()
