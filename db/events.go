@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,34 +47,114 @@ func ClaimEventKey(ctx context.Context, q Querier, apiKeyID int64, key string) (
 	return first, false, nil
 }
 
-// RecordEventKey stores the answer given for a claimed key.
-func RecordEventKey(ctx context.Context, q Querier, apiKeyID int64, key string, eventID int64, response any) error {
-	_, err := q.Exec(ctx, `UPDATE event_keys SET event_id = $3, response = $4 WHERE api_key_id = $1 AND key = $2`,
-		apiKeyID, key, eventID, response)
+// ClaimEventKeys reserves the idempotency keys of several requests
+// (keys[i] of apiKeyIDs[i]) in one statement and reports which were
+// claimed; a key used before is left as it is. Keys are claimed in order,
+// so that two sets of requests sharing keys cannot deadlock.
+func ClaimEventKeys(ctx context.Context, q Querier, apiKeyIDs []int64, keys []string) ([]bool, error) {
+	rows, err := q.Query(ctx, `
+		INSERT INTO event_keys (api_key_id, key, event_id, response)
+		SELECT a, k, 0, 'null' FROM unnest($1::bigint[], $2::text[]) AS v(a, k) ORDER BY a, k COLLATE "C"
+		ON CONFLICT DO NOTHING
+		RETURNING api_key_id, key`, apiKeyIDs, keys)
 	if err != nil {
-		return fmt.Errorf("record event key: %w", err)
+		return nil, fmt.Errorf("claim event keys: %w", err)
+	}
+	type claim struct {
+		a int64
+		k string
+	}
+	claimed := map[claim]bool{}
+	var c claim
+	_, err = pgx.ForEachRow(rows, []any{&c.a, &c.k}, func() error {
+		claimed[c] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim event keys: %w", err)
+	}
+	out := make([]bool, len(keys))
+	for i := range keys {
+		out[i] = claimed[claim{apiKeyIDs[i], keys[i]}]
+	}
+	return out, nil
+}
+
+// KeyAnswer is the answer given to the request that claimed an
+// idempotency key, kept for its replays.
+type KeyAnswer struct {
+	APIKeyID int64
+	Key      string
+	EventID  int64
+	Response any // encoded as JSON
+}
+
+// RecordEventKeys stores the answers given for claimed keys, in one
+// statement.
+func RecordEventKeys(ctx context.Context, q Querier, answers []KeyAnswer) error {
+	if len(answers) == 0 {
+		return nil
+	}
+	n := len(answers)
+	apiKeys, keys, events, responses := make([]int64, n), make([]string, n), make([]int64, n), make([]string, n)
+	for i, a := range answers {
+		b, err := json.Marshal(a.Response)
+		if err != nil {
+			return fmt.Errorf("record event key: %w", err)
+		}
+		apiKeys[i], keys[i], events[i], responses[i] = a.APIKeyID, a.Key, a.EventID, string(b)
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE event_keys k SET event_id = v.event_id, response = v.response::jsonb
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[]) AS v(api_key_id, key, event_id, response)
+		WHERE k.api_key_id = v.api_key_id AND k.key = v.key`, apiKeys, keys, events, responses)
+	if err != nil {
+		return fmt.Errorf("record event keys: %w", err)
 	}
 	return nil
 }
 
-// InsertEvent stores an event and returns its id and acceptance time.
-func InsertEvent(ctx context.Context, q Querier, e *Event) (int64, time.Time, error) {
+// InsertEvents stores events in one statement and returns their ids, in
+// the order given, and the time they were accepted.
+func InsertEvents(ctx context.Context, q Querier, es []*Event) ([]int64, time.Time, error) {
+	n := len(es)
+	apiKeys, keys, types, batchKeys := make([]int64, n), make([]*string, n), make([]string, n), make([]string, n)
+	actors, objects, data := make([]string, n), make([]string, n), make([]string, n)
+	occurred, counts := make([]time.Time, n), make([]int32, n)
+	for i, e := range es {
+		if e.Key != "" {
+			keys[i] = &es[i].Key
+		}
+		apiKeys[i], types[i], batchKeys[i], occurred[i], counts[i] = e.APIKeyID, e.TypeKey, e.BatchKey, e.OccurredAt, int32(e.Recipients)
+		actors[i], objects[i], data[i] = jsonOr(e.Actor), jsonOr(e.Object), jsonOr(e.Data)
+	}
+	// Rows are inserted in the order of the list, so the ids drawn from
+	// the sequence ascend in that order whatever order RETURNING uses.
+	rows, err := q.Query(ctx, `
+		INSERT INTO events (api_key_id, key, type_key, actor, object, data, batch_key, occurred_at, recipient_count)
+		SELECT a, k, t, ac::jsonb, o::jsonb, d::jsonb, bk, oc, rc
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::int[])
+		     WITH ORDINALITY AS v(a, k, t, ac, o, d, bk, oc, rc, n)
+		ORDER BY n
+		RETURNING id, created_at`,
+		apiKeys, keys, types, actors, objects, data, batchKeys, occurred, counts)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("insert events: %w", err)
+	}
+	ids := make([]int64, 0, n)
 	var id int64
 	var created time.Time
-	var key *string
-	if e.Key != "" {
-		key = &e.Key
+	if _, err := pgx.ForEachRow(rows, []any{&id, &created}, func() error {
+		ids = append(ids, id)
+		return nil
+	}); err != nil {
+		return nil, time.Time{}, fmt.Errorf("insert events: %w", err)
 	}
-	err := q.QueryRow(ctx, `
-		INSERT INTO events (api_key_id, key, type_key, actor, object, data, batch_key, occurred_at, recipient_count)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		RETURNING id, created_at`,
-		e.APIKeyID, key, e.TypeKey, jsonOr(e.Actor), jsonOr(e.Object), jsonOr(e.Data), e.BatchKey, e.OccurredAt, e.Recipients,
-	).Scan(&id, &created)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("insert event: %w", err)
+	if len(ids) != n {
+		return nil, time.Time{}, fmt.Errorf("insert events: %d of %d stored", len(ids), n)
 	}
-	return id, created, nil
+	slices.Sort(ids)
+	return ids, created, nil
 }
 
 // FindEvent resolves an id or an idempotency key of apiKeyID to an event id.
@@ -93,7 +174,7 @@ func FindEvent(ctx context.Context, q Querier, apiKeyID int64, idOrKey string) (
 	return id, nil
 }
 
-func jsonOr(b json.RawMessage) any {
+func jsonOr(b json.RawMessage) string {
 	if len(b) == 0 {
 		return "{}"
 	}

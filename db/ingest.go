@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,34 @@ type RecipientSettings struct {
 func LoadRecipientSettings(ctx context.Context, q Querier, ids []string, typeKey string) (map[string]RecipientSettings, error) {
 	out := make(map[string]RecipientSettings, len(ids))
 	err := loadSettings(ctx, q, ids, []string{typeKey}, func(s RecipientSettings) { out[s.ID] = s })
+	return out, err
+}
+
+// LoadSettingsFor loads recipients with their preference for a type of
+// their own, typeOf[id], in one query: for several events at once, each
+// recipient belonging to one of them. Missing ids are absent from the
+// result.
+func LoadSettingsFor(ctx context.Context, q Querier, typeOf map[string]string) (map[string]RecipientSettings, error) {
+	ids := make([]string, 0, len(typeOf))
+	var types []string
+	for id, t := range typeOf {
+		ids = append(ids, id)
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	out := make(map[string]RecipientSettings, len(ids))
+	// The query returns a recipient's preferences for every type asked
+	// for; one for another recipient's type counts as none.
+	err := loadSettings(ctx, q, ids, types, func(s RecipientSettings) {
+		if s.Pref != nil && s.Pref.TypeKey != typeOf[s.ID] {
+			if _, seen := out[s.ID]; seen {
+				return
+			}
+			s.Pref = nil
+		}
+		out[s.ID] = s
+	})
 	return out, err
 }
 
@@ -251,16 +280,43 @@ func SetClosesAt(ctx context.Context, q Querier, ids []int64, closes []time.Time
 	return nil
 }
 
-// InsertNotifications stores one notification per (recipient, batch) pair
-// of an event, set-based.
-func InsertNotifications(ctx context.Context, q Querier, eventID int64, created time.Time, typeKey string, occurred time.Time, recipients []string, batches []int64) error {
-	if len(recipients) == 0 {
+// EventRef is what each notification of an event repeats from it.
+type EventRef struct {
+	ID         int64
+	Created    time.Time
+	TypeKey    string
+	OccurredAt time.Time
+}
+
+// NewNotifications are the notifications of one or more events: row i
+// puts Events[Of[i]]'s notification for Recipients[i] into Batches[i]. Of
+// may be nil when there is one event, which spares a fan-out to 100,000
+// recipients a list of 100,000 zeros.
+type NewNotifications struct {
+	Events     []EventRef
+	Of         []int32
+	Recipients []string
+	Batches    []int64
+}
+
+// InsertNotifications stores notifications, set-based.
+func InsertNotifications(ctx context.Context, q Querier, ns NewNotifications) error {
+	if len(ns.Recipients) == 0 {
 		return nil
 	}
+	n := len(ns.Events)
+	ids, created, types, occurred := make([]int64, n), make([]time.Time, n), make([]string, n), make([]time.Time, n)
+	for i, e := range ns.Events {
+		ids[i], created[i], types[i], occurred[i] = e.ID, e.Created, e.TypeKey, e.OccurredAt
+	}
+	// unnest pads a shorter array with NULLs: a nil Of reads as event 0.
 	_, err := q.Exec(ctx, `
 		INSERT INTO notifications (event_id, created_at, type_key, occurred_at, recipient_id, batch_id)
-		SELECT $1, $2, $3, $4, rid, bid FROM unnest($5::text[], $6::bigint[]) AS v(rid, bid)`,
-		eventID, created, typeKey, occurred, recipients, batches)
+		SELECT e.id, e.created, e.type_key, e.occurred, v.rid, v.bid
+		FROM unnest($1::text[], $2::bigint[], $3::int[]) AS v(rid, bid, ev)
+		JOIN unnest($4::bigint[], $5::timestamptz[], $6::text[], $7::timestamptz[]) WITH ORDINALITY
+		     AS e(id, created, type_key, occurred, n) ON e.n = coalesce(v.ev, 0) + 1`,
+		ns.Recipients, ns.Batches, ns.Of, ids, created, types, occurred)
 	if err != nil {
 		return fmt.Errorf("insert notifications: %w", err)
 	}

@@ -65,8 +65,8 @@ type FlushWorker struct {
 	// Flushes running at the same moment share their database work
 	// (group.go): one transaction locks, reads and starts a set of
 	// them, and one round trip records a set's outcomes.
-	prepares group[flushCall, prepared]
-	records  group[outcome, error]
+	prepares db.Group[flushCall, prepared]
+	records  db.Group[outcome, error]
 }
 
 func (w *FlushWorker) now() time.Time {
@@ -120,7 +120,7 @@ type flushCall struct {
 
 // Work flushes the batch.
 func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error {
-	p, ok := w.prepares.do(ctx, flushCall{ctx, job}, w.prepareSet)
+	p, ok := w.prepares.Do(ctx, flushCall{ctx, job}, w.prepareSet)
 	if !ok || p.alone {
 		p = w.prepareAlone(ctx, job)
 	}
@@ -439,7 +439,7 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
 	o.final = sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
 	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))
-	err, ok := w.records.do(ctx, o, w.recordSet)
+	err, ok := w.records.Do(ctx, o, w.recordSet)
 	if !ok || err != nil {
 		// The set failed as a whole: record this outcome by itself.
 		err = w.DB.Pipeline(context.WithoutCancel(ctx), func(q db.Querier) error { return w.record(ctx, q, o) })

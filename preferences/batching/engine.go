@@ -42,6 +42,8 @@ type Engine struct {
 	Metrics Metrics
 	// Now is the clock; tests walk it forward instead of sleeping.
 	Now func() time.Time
+
+	sets db.Group[ingestCall, ingestOut]
 }
 
 func (e *Engine) now() time.Time {

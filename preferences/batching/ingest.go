@@ -196,17 +196,30 @@ type BatchRef struct {
 // Ingest validates ev, stores it, and puts one notification per recipient
 // into the right batch, all in one transaction with the batches' flush
 // jobs. Work is set-based: a fan-out to many recipients costs a handful of
-// statements, not one per recipient.
+// statements, not one per recipient, and events to a few recipients that
+// arrive together are written together (see ingestSet).
 func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*IngestResult, error) {
 	typ, err := e.validate(ctx, ev)
 	if err != nil {
 		return nil, err
 	}
+	call := ingestCall{apiKeyID: apiKeyID, typ: typ, ev: ev}
+	if len(ev.Recipients) <= setRecipients {
+		if out, ok := e.sets.Do(ctx, call, e.ingestSet); ok && !out.alone {
+			e.count(out.res)
+			return out.res, nil
+		}
+	}
+	return e.ingestAlone(ctx, call)
+}
+
+// ingestAlone writes one event in a transaction of its own.
+func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResult, error) {
 	var res *IngestResult
 	replayed := false
-	err = e.DB.InTx(ctx, func(tx pgx.Tx) error {
-		if ev.Key != "" {
-			first, ok, err := db.ClaimEventKey(ctx, tx, apiKeyID, ev.Key)
+	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		if call.ev.Key != "" {
+			first, ok, err := db.ClaimEventKey(ctx, tx, call.apiKeyID, call.ev.Key)
 			if err != nil {
 				return err
 			}
@@ -216,22 +229,23 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 				return json.Unmarshal(first, res)
 			}
 		}
-		res, err = e.ingestTx(ctx, tx, apiKeyID, typ, ev)
-		if err != nil {
-			return err
-		}
-		if ev.Key != "" {
-			return db.RecordEventKey(ctx, tx, apiKeyID, ev.Key, res.ID, res)
-		}
-		return nil
+		var err error
+		res, err = e.ingestTx(ctx, tx, call)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !replayed && e.Metrics != nil {
-		e.Metrics.Ingested(res.Notifications, res.Suppressed, res.opened)
+	if !replayed {
+		e.count(res)
 	}
 	return res, nil
+}
+
+func (e *Engine) count(res *IngestResult) {
+	if e.Metrics != nil {
+		e.Metrics.Ingested(res.Notifications, res.Suppressed, res.opened)
+	}
 }
 
 // fanOutChunk is how many recipients of one event are routed and written
@@ -239,31 +253,14 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 // the memory a fan-out to 100,000 recipients holds at once.
 const fanOutChunk = 10_000
 
-func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *db.Type, ev *Event) (*IngestResult, error) {
-	var inline []db.Recipient
-	ids := make([]string, len(ev.Recipients))
-	for i, r := range ev.Recipients {
-		ids[i] = r.ID
-		if r.Inline {
-			inline = append(inline, db.Recipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
-		}
-	}
-	if err := db.UpsertRecipients(ctx, tx, inline); err != nil {
+// ingestTx writes one event whose idempotency key, if any, is claimed.
+func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*IngestResult, error) {
+	m := &member{ingestCall: call}
+	in := ingestion{Engine: e, tx: tx, now: e.now(), members: []*member{m}}
+	if err := in.store(ctx); err != nil {
 		return nil, err
 	}
-	stored := &db.Event{APIKeyID: apiKeyID, Key: ev.Key, TypeKey: typ.Key, BatchKey: ev.BatchKey, OccurredAt: *ev.OccurredAt, Recipients: len(ids)}
-	stored.Actor, _ = json.Marshal(ev.Actor)
-	stored.Object, _ = json.Marshal(ev.Object)
-	stored.Data, _ = json.Marshal(ev.Data)
-	eventID, created, err := db.InsertEvent(ctx, tx, stored)
-	if err != nil {
-		return nil, err
-	}
-	res := &IngestResult{ID: eventID, Batches: make([]BatchRef, 0, len(ids))}
-	// Batch rows are locked in recipient order, in every chunk and across
-	// them, so that two events with overlapping recipients cannot deadlock.
-	slices.Sort(ids)
-	in := ingestion{Engine: e, tx: tx, typ: typ, ev: ev, eventID: eventID, created: created, now: e.now(), res: res}
+	ids := m.ids
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request.
@@ -272,46 +269,92 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, apiKeyID int64, typ *d
 			return nil, err
 		}
 		if len(unknown) > 0 {
-			return nil, in.unknownRecipient(unknown)
+			return nil, m.unknownRecipient(unknown)
 		}
 	}
 	for start := 0; start < len(ids); start += fanOutChunk {
-		if err := in.part(ctx, ids[start:min(start+fanOutChunk, len(ids))]); err != nil {
+		err := in.part(ctx, []share{{m, ids[start:min(start+fanOutChunk, len(ids))]}})
+		var unknown *unknownError
+		if errors.As(err, &unknown) {
+			return nil, m.err
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
-	// One announcement for the whole event, after its last chunk: past a
-	// thousand watched feeds it is a single "*", not a thousand per chunk.
-	notified := make([]string, len(res.Batches))
-	for i, b := range res.Batches {
-		notified[i] = b.Recipient
-	}
-	if err := db.NotifyFeed(ctx, tx, notified); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return m.res, in.finish(ctx)
 }
 
-// ingestion is one event being written, chunk by chunk.
+// ingestion is one or more events being written in one transaction.
 type ingestion struct {
 	*Engine
 	tx      pgx.Tx
-	typ     *db.Type
-	ev      *Event
-	eventID int64
-	created time.Time
 	now     time.Time
+	members []*member
+}
+
+// member is one event of an ingestion.
+type member struct {
+	ingestCall
+	id      int64
+	created time.Time
+	ids     []string // its recipients, in byte order
 	res     *IngestResult
+	err     error // why it cannot be written
+	out     int   // its place in a set
+}
+
+// share is some of one member's recipients.
+type share struct {
+	m   *member
+	ids []string
+}
+
+// store saves the recipients given inline and the events themselves.
+func (in *ingestion) store(ctx context.Context) error {
+	var inline []db.Recipient
+	events := make([]*db.Event, len(in.members))
+	for i, m := range in.members {
+		ev := m.ev
+		m.ids = make([]string, len(ev.Recipients))
+		for j, r := range ev.Recipients {
+			m.ids[j] = r.ID
+			if r.Inline {
+				inline = append(inline, db.Recipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
+			}
+		}
+		// Batch rows are locked in recipient order, in every chunk and
+		// across them, so that two events with overlapping recipients
+		// cannot deadlock.
+		slices.Sort(m.ids)
+		stored := &db.Event{APIKeyID: m.apiKeyID, Key: ev.Key, TypeKey: m.typ.Key, BatchKey: ev.BatchKey, OccurredAt: *ev.OccurredAt, Recipients: len(m.ids)}
+		stored.Actor, _ = json.Marshal(ev.Actor)
+		stored.Object, _ = json.Marshal(ev.Object)
+		stored.Data, _ = json.Marshal(ev.Data)
+		events[i] = stored
+	}
+	if err := db.UpsertRecipients(ctx, in.tx, inline); err != nil {
+		return err
+	}
+	ids, created, err := db.InsertEvents(ctx, in.tx, events)
+	if err != nil {
+		return err
+	}
+	for i, m := range in.members {
+		m.id, m.created = ids[i], created
+		m.res = &IngestResult{ID: m.id, Batches: make([]BatchRef, 0, len(m.ids))}
+	}
+	return nil
 }
 
 // unknownRecipient is the error for an event naming recipients that do
 // not exist: it names the first of them in the request.
-func (in *ingestion) unknownRecipient(unknown []string) error {
+func (m *member) unknownRecipient(unknown []string) error {
 	set := make(map[string]bool, len(unknown))
 	for _, id := range unknown {
 		set[id] = true
 	}
-	for i, r := range in.ev.Recipients {
+	for i, r := range m.ev.Recipients {
 		if set[r.ID] {
 			return &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", r.ID)}}}
 		}
@@ -319,75 +362,165 @@ func (in *ingestion) unknownRecipient(unknown []string) error {
 	return fmt.Errorf("unknown recipients %v", unknown)
 }
 
-// part routes the recipients in ids into their batches and writes their
-// notifications, skips and flush jobs.
-func (in *ingestion) part(ctx context.Context, ids []string) error {
-	tx, typ := in.tx, in.typ
-	settings, err := db.LoadRecipientSettings(ctx, tx, ids, typ.Key)
+// unknownError says which members name recipients that do not exist; each
+// member's err says which.
+type unknownError struct{ members []*member }
+
+func (e *unknownError) Error() string {
+	return fmt.Sprintf("%d events name unknown recipients", len(e.members))
+}
+
+// part routes the recipients of shares into their batches and writes their
+// notifications, skips and flush jobs. A recipient is in one share only.
+func (in *ingestion) part(ctx context.Context, shares []share) error {
+	settings, err := in.settings(ctx, shares)
 	if err != nil {
 		return err
 	}
-	var unknown []string
-	for _, id := range ids {
-		if _, ok := settings[id]; !ok {
-			unknown = append(unknown, id)
+	owner := func(string) *member { return shares[0].m }
+	if len(shares) > 1 {
+		owners := map[string]*member{}
+		for _, s := range shares {
+			for _, id := range s.ids {
+				owners[id] = s.m
+			}
 		}
+		owner = func(id string) *member { return owners[id] }
 	}
-	if len(unknown) > 0 {
-		return in.unknownRecipient(unknown)
+	var joins []db.BatchJoin
+	var skips []db.Skip
+	for _, s := range shares {
+		r := router{typ: s.m.typ, eventBatchKey: s.m.ev.BatchKey, now: in.now}
+		if err := r.route(ctx, in.tx, s.ids, settings); err != nil {
+			return err
+		}
+		for i := range r.skips {
+			r.skips[i].EventID = &s.m.id
+		}
+		s.m.res.Suppressed += len(r.skips)
+		joins, skips = append(joins, r.joins...), append(skips, r.skips...)
 	}
-	r := router{typ: typ, eventBatchKey: in.ev.BatchKey, now: in.now}
-	if err := r.route(ctx, tx, ids, settings); err != nil {
-		return err
-	}
-	joined, err := db.JoinBatches(ctx, tx, r.joins, in.now)
+	joined, err := db.JoinBatches(ctx, in.tx, joins, in.now)
 	if err != nil {
 		return err
 	}
-	res := in.res
-	res.Suppressed += len(r.skips)
-	res.Notifications += len(joined)
-	rids, bids := make([]string, len(joined)), make([]int64, len(joined))
-	for i, b := range joined {
-		rids[i], bids[i] = b.RecipientID, b.ID
-		if b.Inserted {
-			res.opened++
-		}
-	}
-	for i := range r.skips {
-		r.skips[i].EventID = &in.eventID
-	}
+	ns := in.notifications(joined, owner)
 	// The writes that follow need no answer from each other: they go to
 	// the server together, one round trip instead of up to three.
 	var flushes []Flush
-	err = db.PipelineTx(ctx, tx, func(q db.Querier) error {
-		if flushes, err = in.settleCloseTimes(ctx, q, typ, joined, settings, in.now); err != nil {
+	err = db.PipelineTx(ctx, in.tx, func(q db.Querier) error {
+		maxItems := func(id string) int { return owner(id).typ.MaxItems }
+		if flushes, err = settleCloseTimes(ctx, q, joined, maxItems, settings, in.now); err != nil {
 			return err
 		}
-		if err := db.InsertNotifications(ctx, q, in.eventID, in.created, typ.Key, *in.ev.OccurredAt, rids, bids); err != nil {
+		if err := db.InsertNotifications(ctx, q, ns); err != nil {
 			return err
 		}
-		return db.InsertSkips(ctx, q, r.skips)
+		return db.InsertSkips(ctx, q, skips)
 	})
 	if err != nil {
 		return err
 	}
 	for _, b := range joined {
-		res.Batches = append(res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
+		m := owner(b.RecipientID)
+		m.res.Batches = append(m.res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
 	}
-	if err := in.Scheduler.ScheduleFlushes(ctx, tx, flushes); err != nil {
+	if err := in.Scheduler.ScheduleFlushes(ctx, in.tx, flushes); err != nil {
 		return fmt.Errorf("schedule flushes: %w", err)
 	}
 	return nil
 }
 
+// settings loads the recipients of shares with their preference for their
+// event's type. When some are unknown it returns an *unknownError.
+func (in *ingestion) settings(ctx context.Context, shares []share) (map[string]db.RecipientSettings, error) {
+	var settings map[string]db.RecipientSettings
+	var err error
+	if len(shares) == 1 {
+		settings, err = db.LoadRecipientSettings(ctx, in.tx, shares[0].ids, shares[0].m.typ.Key)
+	} else {
+		typeOf := map[string]string{}
+		for _, s := range shares {
+			for _, id := range s.ids {
+				typeOf[id] = s.m.typ.Key
+			}
+		}
+		settings, err = db.LoadSettingsFor(ctx, in.tx, typeOf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var bad unknownError
+	for _, s := range shares {
+		var unknown []string
+		for _, id := range s.ids {
+			if _, ok := settings[id]; !ok {
+				unknown = append(unknown, id)
+			}
+		}
+		if len(unknown) > 0 {
+			s.m.err = s.m.unknownRecipient(unknown)
+			bad.members = append(bad.members, s.m)
+		}
+	}
+	if len(bad.members) > 0 {
+		return nil, &bad
+	}
+	return settings, nil
+}
+
+// notifications counts the joined batches into their events' results and
+// lists the notifications to store.
+func (in *ingestion) notifications(joined []db.JoinedBatch, owner func(string) *member) db.NewNotifications {
+	ns := db.NewNotifications{Recipients: make([]string, len(joined)), Batches: make([]int64, len(joined))}
+	index := make(map[*member]int32, len(in.members))
+	for i, m := range in.members {
+		index[m] = int32(i)
+		ns.Events = append(ns.Events, db.EventRef{ID: m.id, Created: m.created, TypeKey: m.typ.Key, OccurredAt: *m.ev.OccurredAt})
+	}
+	for i, b := range joined {
+		m := owner(b.RecipientID)
+		ns.Recipients[i], ns.Batches[i] = b.RecipientID, b.ID
+		if len(in.members) > 1 {
+			ns.Of = append(ns.Of, index[m])
+		}
+		m.res.Notifications++
+		if b.Inserted {
+			m.res.opened++
+		}
+	}
+	return ns
+}
+
+// finish announces the events to feed watchers and keeps their answers for
+// replays of their idempotency keys, in one round trip. Past a thousand
+// watched feeds the announcement is a single "*", not a thousand per chunk.
+func (in *ingestion) finish(ctx context.Context) error {
+	var notified []string
+	var answers []db.KeyAnswer
+	for _, m := range in.members {
+		for _, b := range m.res.Batches {
+			notified = append(notified, b.Recipient)
+		}
+		if m.ev.Key != "" {
+			answers = append(answers, db.KeyAnswer{APIKeyID: m.apiKeyID, Key: m.ev.Key, EventID: m.id, Response: m.res})
+		}
+	}
+	return db.PipelineTx(ctx, in.tx, func(q db.Querier) error {
+		if err := db.NotifyFeed(ctx, q, notified); err != nil {
+			return err
+		}
+		return db.RecordEventKeys(ctx, q, answers)
+	})
+}
+
 // settleCloseTimes recomputes each joined batch's close time from its
-// opening, its latest event and the type's max_items, stores the ones that
+// opening, its latest event and its type's max_items, stores the ones that
 // moved, and returns the flushes to schedule: one for every new batch and
 // one for every batch that must now close earlier than its job expects. A
 // batch whose window slid later needs no new job: its job, waking early,
 // snoozes until the new time.
-func (e *Engine) settleCloseTimes(ctx context.Context, q db.Querier, typ *db.Type, joined []db.JoinedBatch, settings map[string]db.RecipientSettings, now time.Time) ([]Flush, error) {
+func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch, maxItems func(recipientID string) int, settings map[string]db.RecipientSettings, now time.Time) ([]Flush, error) {
 	var ids []int64
 	var closes []time.Time
 	var flushes []Flush
@@ -396,7 +529,7 @@ func (e *Engine) settleCloseTimes(ctx context.Context, q db.Querier, typ *db.Typ
 		rs := settings[b.RecipientID]
 		at := preferences.SettleClose(
 			preferences.Policy{Mode: preferences.Mode(b.Mode), Window: b.Window, MaxWait: b.MaxWait},
-			Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, typ.MaxItems)
+			Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, maxItems(b.RecipientID))
 		if !at.Equal(b.ClosesAt) {
 			ids, closes = append(ids, b.ID), append(closes, at)
 		}

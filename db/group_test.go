@@ -1,4 +1,4 @@
-package jobs
+package db
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // own answer, and every call is answered however the calls interleave.
 func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 	t.Parallel()
-	var g group[int, int]
+	var g Group[int, int]
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sets [][]int
@@ -37,7 +37,7 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 	for i := range calls {
 		wg.Go(func() {
 			started.Add(1)
-			if got, ok := g.do(context.Background(), i, run); !ok || got != i*10 {
+			if got, ok := g.Do(context.Background(), i, run); !ok || got != i*10 {
 				t.Errorf("call %d got %d, want %d", i, got, i*10)
 			}
 		})
@@ -98,7 +98,7 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 // answer.
 func TestGroupUnderChurn(t *testing.T) {
 	t.Parallel()
-	var g group[int, int]
+	var g Group[int, int]
 	run := func(_ context.Context, in []int) []int {
 		out := make([]int, len(in))
 		for i, v := range in {
@@ -111,7 +111,7 @@ func TestGroupUnderChurn(t *testing.T) {
 		wg.Go(func() {
 			for i := range 200 {
 				v := w*1000 + i
-				if got, ok := g.do(context.Background(), v, run); !ok || got != -v {
+				if got, ok := g.Do(context.Background(), v, run); !ok || got != -v {
 					t.Errorf("call %d got %d", v, got)
 					return
 				}
@@ -128,7 +128,7 @@ func TestGroupUnderChurn(t *testing.T) {
 // does its own work, and the group goes on running later calls.
 func TestGroupSurvivesAPanickingSet(t *testing.T) {
 	t.Parallel()
-	var g group[int, int]
+	var g Group[int, int]
 	run := func(_ context.Context, in []int) []int {
 		if slices.Contains(in, -1) {
 			panic("bad input")
@@ -138,13 +138,13 @@ func TestGroupSurvivesAPanickingSet(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 * groupLeaders {
 		wg.Go(func() {
-			if _, ok := g.do(context.Background(), -1, run); ok {
+			if _, ok := g.Do(context.Background(), -1, run); ok {
 				t.Errorf("call %d: a panicking set answered ok", i)
 			}
 		})
 	}
 	wg.Wait()
-	if got, ok := g.do(context.Background(), 7, run); !ok || got != 7 {
+	if got, ok := g.Do(context.Background(), 7, run); !ok || got != 7 {
 		t.Fatalf("after panics: got %d, %v", got, ok)
 	}
 	if g.leaders != 0 || len(g.pending) != 0 {

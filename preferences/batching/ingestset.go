@@ -1,0 +1,150 @@
+package batching
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// Events to a few recipients that arrive at the same moment are written in
+// sets: one transaction claims their idempotency keys, stores them, and
+// routes, joins and schedules all their notifications with one statement
+// of each kind. Thirty clients posting an event each then cost the
+// database one transaction of a dozen statements instead of thirty of
+// ten. A set's events commit together; each caller still gets its own
+// answer, and an event that cannot be written with the others (a replayed
+// key, an unknown recipient, a recipient or key another event of the set
+// already has) is written by itself afterwards, exactly as without sets.
+//
+// setRecipients is the most recipients an event of a set may have: a
+// larger fan-out is set-based already and is written alone.
+const setRecipients = 10
+
+// ingestCall is one validated event to write.
+type ingestCall struct {
+	apiKeyID int64
+	typ      *db.Type
+	ev       *Event
+}
+
+// ingestOut is a set's answer for one event: its result, or alone when
+// the caller must write it by itself.
+type ingestOut struct {
+	res   *IngestResult
+	alone bool
+}
+
+// ingestSet writes calls as one set and answers each in order.
+func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut {
+	outs := make([]ingestOut, len(calls))
+	for i := range outs {
+		outs[i].alone = true
+	}
+	members := admit(calls)
+	// A set whose transaction fails because some events name unknown
+	// recipients is tried again without them: each such event then gets
+	// its own error, from its own transaction.
+	for len(members) > 0 {
+		in := &ingestion{Engine: e, now: e.now(), members: slices.Clone(members)}
+		err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
+			in.tx = tx
+			return in.writeSet(ctx)
+		})
+		var unknown *unknownError
+		switch {
+		case err == nil:
+			for _, m := range in.members {
+				outs[m.out] = ingestOut{res: m.res}
+			}
+			return outs
+		case errors.As(err, &unknown):
+			members = slices.DeleteFunc(members, func(m *member) bool { return m.err != nil })
+		default:
+			if len(members) > 1 {
+				e.Logger.Warn("writing events as a set failed; writing them one by one", "events", len(members), "err", err)
+			}
+			return outs
+		}
+	}
+	return outs
+}
+
+// admit picks the calls that can share a transaction: no two may name the
+// same recipient (they would join the same batch in one statement) or the
+// same idempotency key.
+func admit(calls []ingestCall) []*member {
+	type key struct {
+		apiKeyID int64
+		key      string
+	}
+	recipients, keys := map[string]bool{}, map[key]bool{}
+	var members []*member
+	for i, c := range calls {
+		k := key{c.apiKeyID, c.ev.Key}
+		taken := c.ev.Key != "" && keys[k]
+		for _, r := range c.ev.Recipients {
+			taken = taken || recipients[r.ID]
+		}
+		if taken {
+			continue
+		}
+		keys[k] = true
+		for _, r := range c.ev.Recipients {
+			recipients[r.ID] = true
+		}
+		members = append(members, &member{ingestCall: c, out: i})
+	}
+	return members
+}
+
+// writeSet writes the members of a set in in's transaction. Members whose
+// key was used before are left out, for the caller to replay alone.
+func (in *ingestion) writeSet(ctx context.Context) error {
+	if err := in.claimKeys(ctx); err != nil {
+		return err
+	}
+	if len(in.members) == 0 {
+		return nil
+	}
+	if err := in.store(ctx); err != nil {
+		return err
+	}
+	shares := make([]share, len(in.members))
+	for i, m := range in.members {
+		shares[i] = share{m, m.ids}
+	}
+	if err := in.part(ctx, shares); err != nil {
+		return err
+	}
+	return in.finish(ctx)
+}
+
+// claimKeys claims the members' idempotency keys and drops the members
+// whose key was claimed before.
+func (in *ingestion) claimKeys(ctx context.Context) error {
+	var apiKeys []int64
+	var keys []string
+	var keyed []*member
+	for _, m := range in.members {
+		if m.ev.Key != "" {
+			apiKeys, keys, keyed = append(apiKeys, m.apiKeyID), append(keys, m.ev.Key), append(keyed, m)
+		}
+	}
+	if len(keyed) == 0 {
+		return nil
+	}
+	claimed, err := db.ClaimEventKeys(ctx, in.tx, apiKeys, keys)
+	if err != nil {
+		return err
+	}
+	used := map[*member]bool{}
+	for i, m := range keyed {
+		used[m] = !claimed[i]
+	}
+	in.members = slices.DeleteFunc(in.members, func(m *member) bool { return used[m] })
+	return nil
+}
