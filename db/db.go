@@ -80,6 +80,21 @@ func (d *DB) InTxAsyncCommit(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, d.Pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}, fn)
 }
 
+// InTxWaitingAtMost is InTx for a transaction that gives up rather than
+// wait longer than wait for a row another transaction holds: its statement
+// then fails with a lock timeout (see IsLockTimeout).
+func (d *DB) InTxWaitingAtMost(ctx context.Context, wait time.Duration, fn func(pgx.Tx) error) error {
+	begin := fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = %d", wait.Milliseconds())
+	return pgx.BeginTxFunc(ctx, d.Pool, pgx.TxOptions{BeginQuery: begin}, fn)
+}
+
+// IsLockTimeout reports whether err is a statement that gave up waiting
+// for a lock.
+func IsLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
 // notFound turns "no rows" into ErrNotFound and wraps other errors.
 func notFound(err error, what string) error {
 	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -126,5 +127,55 @@ func TestIngestSetsRace(t *testing.T) {
 	// Events that shared a set share their transaction id.
 	if got := b.count(t, "SELECT count(DISTINCT xmin::text) FROM events"); got >= len(events) {
 		t.Errorf("%d transactions for %d events: no set was formed", got, len(events))
+	}
+}
+
+// One set is written at a time, so a set must not wait long for a row
+// another transaction holds: while a batch is locked, an event to its
+// recipient waits by itself, and events to others go through.
+func TestIngestSetDoesNotWaitForAHeldBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.saveType(t, db.Type{Key: "comment"})
+	b.recipient(t, "r1", "UTC")
+	b.recipient(t, "r2", "UTC")
+	b.post(t, "comment", "ann", "r1")
+	held := b.hold(t, "SELECT 1 FROM batches WHERE recipient_id = 'r1' FOR UPDATE")
+
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := b.engine.Ingest(ctx, 1, event("comment", "", ref("r1")))
+		blocked <- err
+	}()
+	for b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") == 0 {
+		select {
+		case err := <-blocked:
+			t.Fatalf("the event to the held batch did not wait for it: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	other := make(chan error, 1)
+	go func() {
+		_, err := b.engine.Ingest(ctx, 1, event("comment", "", ref("r2")))
+		other <- err
+	}()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		held.Rollback(ctx)
+		t.Fatal("an event to another recipient waited for the held batch")
+	}
+
+	held.Rollback(ctx)
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, "SELECT item_count FROM batches WHERE recipient_id = 'r1'"); got != 2 {
+		t.Errorf("r1's batch holds %d items, want 2", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,6 +24,13 @@ import (
 // setRecipients is the most recipients an event of a set may have: a
 // larger fan-out is set-based already and is written alone.
 const setRecipients = 10
+
+// setLockWait is how long a set waits for a row another transaction holds
+// (a batch a fan-out is filling, a key its first request is using) before
+// it gives up and its events are written one by one, each waiting for
+// its own rows: one set runs at a time, so a set that waited would hold
+// up every event behind it.
+const setLockWait = 200 * time.Millisecond
 
 // ingestCall is one validated event to write.
 type ingestCall struct {
@@ -50,7 +58,7 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 	// its own error, from its own transaction.
 	for len(members) > 0 {
 		in := &ingestion{Engine: e, now: e.now(), members: slices.Clone(members)}
-		err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		err := e.DB.InTxWaitingAtMost(ctx, setLockWait, func(tx pgx.Tx) error {
 			in.tx = tx
 			return in.writeSet(ctx)
 		})
@@ -64,7 +72,7 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 		case errors.As(err, &unknown):
 			members = slices.DeleteFunc(members, func(m *member) bool { return m.err != nil })
 		default:
-			if len(members) > 1 {
+			if len(members) > 1 && !db.IsLockTimeout(err) {
 				e.Logger.Warn("writing events as a set failed; writing them one by one", "events", len(members), "err", err)
 			}
 			return outs
