@@ -95,6 +95,14 @@ func IsLockTimeout(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
+// IsServerError reports whether err is PostgreSQL refusing a statement,
+// which leaves the transaction undone, as opposed to a failure to hear
+// its answer, after which it may or may not have committed.
+func IsServerError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
+
 // notFound turns "no rows" into ErrNotFound and wraps other errors.
 func notFound(err error, what string) error {
 	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {

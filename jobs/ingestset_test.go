@@ -99,6 +99,9 @@ func TestIngestSetsRace(t *testing.T) {
 		if want := map[bool]int{true: 0, false: 1}[muted]; c.res.Notifications != want || c.res.Suppressed != 1-want {
 			t.Errorf("%s to %s: %d notified, %d suppressed; want %d notified", c.ev.Type, rid, c.res.Notifications, c.res.Suppressed, want)
 		}
+		if b.count(t, "SELECT count(*) FROM events WHERE id = $1 AND type_key = $2 AND coalesce(key, '') = $3 AND recipient_count = 1", c.res.ID, c.ev.Type, c.ev.Key) != 1 {
+			t.Errorf("event %d is not stored as the %s with key %q it answers for", c.res.ID, c.ev.Type, c.ev.Key)
+		}
 		stored := b.count(t, "SELECT count(*) FROM notifications WHERE event_id = $1 AND recipient_id = $2 AND type_key = $3", c.res.ID, rid, c.ev.Type)
 		if stored != c.res.Notifications {
 			t.Errorf("event %d (%s to %s): %d notifications stored, answer says %d", c.res.ID, c.ev.Type, rid, stored, c.res.Notifications)

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func main() {
 	quick := flag.Bool("quick", false, "short runs (about two minutes in all)")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
 	workers := flag.Int("workers", 100, "LULL_WORKERS for lull, with as many SMTP connections")
-	only := flag.String("only", "", "run just this scenario (ingest, fan-out, flush wave, growth) and print it")
+	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, growth), and print them")
 	flag.Parse()
 	if err := run(context.Background(), *quick, *workers, *only, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lullbench:", err)
@@ -81,7 +82,7 @@ func run(ctx context.Context, quick bool, workers int, only, out string) error {
 		{"flush wave", b.flushWave},
 		{"growth", b.growth},
 	} {
-		if only != "" && only != sc.name {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n", sc.name)

@@ -206,6 +206,9 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 	call := ingestCall{apiKeyID: apiKeyID, typ: typ, ev: ev}
 	if len(ev.Recipients) <= setRecipients {
 		if out, ok := e.sets.Do(ctx, call, e.ingestSet); ok && !out.alone {
+			if out.err != nil {
+				return nil, out.err
+			}
 			e.count(out.res)
 			return out.res, nil
 		}

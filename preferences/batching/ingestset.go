@@ -39,10 +39,11 @@ type ingestCall struct {
 	ev       *Event
 }
 
-// ingestOut is a set's answer for one event: its result, or alone when
-// the caller must write it by itself.
+// ingestOut is a set's answer for one event: its result or error, or
+// alone when the caller must write it by itself.
 type ingestOut struct {
 	res   *IngestResult
+	err   error
 	alone bool
 }
 
@@ -58,15 +59,26 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 	// its own error, from its own transaction.
 	for len(members) > 0 {
 		in := &ingestion{Engine: e, now: e.now(), members: slices.Clone(members)}
+		written := false
 		err := e.DB.InTxWaitingAtMost(ctx, setLockWait, func(tx pgx.Tx) error {
 			in.tx = tx
-			return in.writeSet(ctx)
+			err := in.writeSet(ctx)
+			written = err == nil
+			return err
 		})
 		var unknown *unknownError
 		switch {
 		case err == nil:
 			for _, m := range in.members {
 				outs[m.out] = ingestOut{res: m.res}
+			}
+			return outs
+		case written && !db.IsServerError(err):
+			// The COMMIT was sent and no answer came: the events may be
+			// stored. Writing them again could store them twice, so each
+			// caller gets the error, as a single event's caller would.
+			for _, m := range in.members {
+				outs[m.out] = ingestOut{err: err}
 			}
 			return outs
 		case errors.As(err, &unknown):
