@@ -43,6 +43,8 @@ type Engine struct {
 	// Now is the clock; tests walk it forward instead of sleeping.
 	Now func() time.Time
 
+	// sets gathers events posted at the same moment into one
+	// transaction (see ingestSet).
 	sets db.Group[ingestCall, ingestOut]
 }
 
