@@ -17,8 +17,14 @@ const (
 	PurposeUnsubscribe = "unsubscribe"
 )
 
-// ErrBadLink is returned for a tampered, malformed or expired link.
-var ErrBadLink = errors.New("this link is invalid or has expired")
+// ErrBadLink is returned for a tampered or malformed link, or one made for
+// another purpose.
+var ErrBadLink = errors.New("this link is not valid")
+
+// ErrExpiredLink is returned for a genuine link past its expiry. It is
+// told apart from ErrBadLink only once the signature holds, so it reveals
+// nothing to someone forging links.
+var ErrExpiredLink = errors.New("this link has expired")
 
 // Links makes and checks the signed, expiring links of every email: one to
 // the settings page and one for RFC 8058 one-click unsubscribe. A token
@@ -73,8 +79,11 @@ func (l Links) Verify(token, purpose string, now time.Time) (string, error) {
 		return "", ErrBadLink
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil || now.Unix() > exp {
+	if err != nil {
 		return "", ErrBadLink
+	}
+	if now.Unix() > exp {
+		return "", ErrExpiredLink
 	}
 	return parts[1], nil
 }

@@ -27,8 +27,7 @@ func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
 		_, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
 	}
 	if err != nil {
-		s.message(w, r, http.StatusForbidden, "This link has expired",
-			"Links to your settings work for a few days, and only as sent: if you copied this one, check that it is whole. Otherwise open the settings link in a newer email, or ask for a new one.")
+		s.badLink(w, r, err, "Links to your settings work for a few days: open the settings link in a newer email, or ask for a new one.")
 		return
 	}
 	// A fresh session each time, so a session id planted before the link
@@ -40,6 +39,18 @@ func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+}
+
+// badLink answers a settings or unsubscribe link that failed to verify:
+// one past its expiry, or one that is not whole or not genuine (or names
+// a recipient no longer known). next says what to do instead.
+func (s *Server) badLink(w http.ResponseWriter, r *http.Request, err error, next string) {
+	if errors.Is(err, mailtemplates.ErrExpiredLink) {
+		s.message(w, r, http.StatusForbidden, "This link has expired", next)
+		return
+	}
+	s.message(w, r, http.StatusForbidden, "This link is not valid",
+		"Links work only exactly as sent: if you copied this one, check that it is whole. "+next)
 }
 
 // recipientID returns the recipient of the request's session, or "".

@@ -105,11 +105,15 @@ func TestSettingsRefusesBadLinks(t *testing.T) {
 	tok := u.Query().Get("token")
 	other := a.web.Links.Token("unsubscribe", "u_bob", time.Now().Add(time.Hour))
 	expired := a.web.Links.Token("settings", "u_bob", time.Now().Add(-time.Minute))
-	for name, bad := range map[string]string{"Tampered": tamper(tok), "WrongPurpose": other, "Expired": expired, "Empty": ""} {
+	unknown := a.web.Links.Token("settings", "u_nobody", time.Now().Add(time.Hour))
+	for name, c := range map[string]struct{ token, want string }{
+		"Tampered": {tamper(tok), "not valid"}, "WrongPurpose": {other, "not valid"}, "Empty": {"", "not valid"},
+		"UnknownRecipient": {unknown, "not valid"}, "Expired": {expired, "has expired"},
+	} {
 		t.Run(name, func(t *testing.T) {
-			resp, doc := getDoc(t, browserClient(t), a.srv.URL+"/settings/enter?token="+url.QueryEscape(bad))
-			if resp.StatusCode != http.StatusForbidden || !strings.Contains(doc.Find(`[data-testid="message"]`).Text(), "expired") {
-				t.Fatalf("%d %q, want 403 with a friendly message", resp.StatusCode, doc.Find("main").Text())
+			resp, doc := getDoc(t, browserClient(t), a.srv.URL+"/settings/enter?token="+url.QueryEscape(c.token))
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(doc.Find(`[data-testid="message"]`).Text(), c.want) {
+				t.Fatalf("%d %q, want 403 saying the link %s", resp.StatusCode, doc.Find("main").Text(), c.want)
 			}
 		})
 	}
@@ -227,7 +231,7 @@ func TestSettingsInBrowser(t *testing.T) {
 	q.Set("token", q.Get("token")+"x")
 	u.RawQuery = q.Encode()
 	browsertest.Do(t, ctx, chromedp.Navigate(u.String()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="message"]`)))
-	if text := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="message"]').innerText`); !strings.Contains(text, "expired") {
+	if text := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="message"]').innerText`); !strings.Contains(text, "not valid") {
 		t.Errorf("tampered link shows %q", text)
 	}
 	_ = a

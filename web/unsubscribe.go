@@ -34,8 +34,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 func (s *Server) unsubscribeConfirm(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
 	if _, err := s.Links.Verify(token, mailtemplates.PurposeUnsubscribe, s.now()); err != nil {
-		s.message(w, r, http.StatusForbidden, "This link has expired",
-			"Unsubscribe links work for a while after their email was sent, and only as sent: if you copied this one, check that it is whole. Otherwise use the link in a newer email, or its settings link.")
+		s.badLink(w, r, err, "Unsubscribe links work for a while after their email was sent: use the link in a newer email, or its settings link.")
 		return
 	}
 	action := "/unsubscribe?" + url.Values{"token": {token}}.Encode()
