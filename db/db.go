@@ -91,16 +91,23 @@ func (d *DB) InTxWaitingAtMost(ctx context.Context, wait time.Duration, fn func(
 // IsLockTimeout reports whether err is a statement that gave up waiting
 // for a lock.
 func IsLockTimeout(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+	return serverCode(err) == "55P03"
 }
 
 // IsServerError reports whether err is PostgreSQL refusing a statement,
 // which leaves the transaction undone, as opposed to a failure to hear
 // its answer, after which it may or may not have committed.
 func IsServerError(err error) bool {
+	return serverCode(err) != ""
+}
+
+// serverCode is the SQLSTATE of an error PostgreSQL reported, or "".
+func serverCode(err error) string {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr)
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
 }
 
 // notFound turns "no rows" into ErrNotFound and wraps other errors.
@@ -114,10 +121,9 @@ func notFound(err error, what string) error {
 // IsUnavailable reports whether err means the database cannot be reached,
 // as opposed to a query that failed.
 func IsUnavailable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if code := serverCode(err); code != "" {
 		// Class 08: connection exceptions; 57P01-03: shutdown in progress.
-		return pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+		return code[:2] == "08" || code == "57P01" || code == "57P02" || code == "57P03"
 	}
 	var connErr *pgconn.ConnectError
 	return errors.As(err, &connErr) || pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded)

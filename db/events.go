@@ -31,14 +31,9 @@ type Event struct {
 // with the same key at once serialise on the primary key: the second waits
 // for the first to commit, then receives its answer.
 func ClaimEventKey(ctx context.Context, q Querier, apiKeyID int64, key string) (first json.RawMessage, ok bool, err error) {
-	tag, err := q.Exec(ctx, `
-		INSERT INTO event_keys (api_key_id, key, event_id, response) VALUES ($1, $2, 0, 'null')
-		ON CONFLICT DO NOTHING`, apiKeyID, key)
-	if err != nil {
-		return nil, false, fmt.Errorf("claim event key: %w", err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil, true, nil
+	claimed, err := ClaimEventKeys(ctx, q, []int64{apiKeyID}, []string{key})
+	if err != nil || claimed[0] {
+		return nil, err == nil, err
 	}
 	err = q.QueryRow(ctx, `SELECT response FROM event_keys WHERE api_key_id = $1 AND key = $2`, apiKeyID, key).Scan(&first)
 	if err != nil {
