@@ -5,15 +5,52 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=...". When
+// it is not, versionString reads what the Go toolchain recorded.
 var version = "dev"
+
+// versionString is the release version, or for a build from a checkout the
+// module version or VCS revision Go stamped into the binary, so a bug
+// report names the code it ran.
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return version
+	}
+	return "dev-" + rev + dirty
+}
 
 const usage = `usage: lull <command> [flags]
 
@@ -46,8 +83,17 @@ func main() {
 var errUsage = errors.New("usage")
 
 // run is the whole program, separate from main so that tests can start a
-// real server in-process with their own environment.
+// real server in-process with their own environment. Asking a command for
+// its help (-h) is a success, not an error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, getenv, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errUsage
@@ -55,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "version":
-		fmt.Fprintln(stdout, "lull", version)
+		fmt.Fprintln(stdout, "lull", versionString())
 		return nil
 	case "serve", "demo":
 		return serve(ctx, rest, getenv, stdout, stderr, cmd == "demo")
