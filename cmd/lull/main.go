@@ -12,6 +12,9 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	// Time zones are built in, so digests keep local time on a machine
+	// (or a container image) without a zoneinfo database.
+	_ "time/tzdata"
 )
 
 // version is set at build time with -ldflags "-X main.version=...". When
@@ -63,6 +66,8 @@ commands:
   apikey revoke   stop a key working: lull apikey revoke ID|KEY
   admin create    add an operator: lull admin create EMAIL PASSWORD
   simulate        replay events under proposed policies: lull simulate -h
+  healthcheck     exit 0 if this machine's lull is ready (/readyz), for
+                  container health checks
   version         print the version
 
 Every setting is an environment variable, or a flag of the same name
@@ -113,6 +118,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return adminCmd(ctx, rest, getenv, stdout, stderr)
 	case "simulate":
 		return simulateCmd(ctx, rest, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, getenv, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
