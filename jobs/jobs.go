@@ -34,6 +34,9 @@ type Config struct {
 	// due without a notification (a retry after its backoff, say); 1 s
 	// when zero.
 	FetchPollInterval time.Duration
+	// RiverLogger takes River's own log lines; nil sends them to the
+	// logger NewClient is given.
+	RiverLogger *slog.Logger
 }
 
 // NewClient builds the River client with every worker and periodic job.
@@ -46,7 +49,7 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 	river.AddWorker(workers, &RetentionWorker{DB: d, Retention: cfg.Retention, Logger: logger})
 
 	rc := &river.Config{
-		Logger:               logger,
+		Logger:               cmp.Or(cfg.RiverLogger, logger),
 		Workers:              workers,
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: cfg.RescueAfter,

@@ -4,8 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +40,8 @@ type Config struct {
 	// and River rescues it after RescueAfter.
 	JobTimeout  time.Duration
 	RescueAfter time.Duration
+	LogLevel    slog.Level
+	LogFormat   string
 }
 
 // configVar binds one variable: its name, default, and what it means.
@@ -43,6 +49,10 @@ type configVar struct {
 	name, def, usage string
 	set              func(string) error
 }
+
+// secretVars may instead be read from the file named by NAME_FILE, as
+// container platforms hand secrets over.
+var secretVars = []string{"DATABASE_URL", "LULL_SECRET", "LULL_API_KEY", "LULL_ADMIN_PASSWORD", "LULL_SMTP_URL"}
 
 func (c *Config) vars() []configVar {
 	str := func(p *string) func(string) error { return func(s string) error { *p = s; return nil } }
@@ -73,7 +83,56 @@ func (c *Config) vars() []configVar {
 		{"LULL_WORKERS", "50", "jobs worked at once by this process", func(s string) (err error) { c.Workers, err = strconv.Atoi(s); return err }},
 		{"LULL_JOB_TIMEOUT", "1m", "how long one flush may take before it counts as stuck", dur(&c.JobTimeout)},
 		{"LULL_RESCUE_AFTER", "2m", "when a stuck flush (a crashed process's) is retried", dur(&c.RescueAfter)},
+		{"LULL_LOG_LEVEL", "info", "debug, info, warn or error", func(s string) error { return c.LogLevel.UnmarshalText([]byte(s)) }},
+		{"LULL_LOG_FORMAT", "text", "text or json (one object a line)", func(s string) error {
+			if s != "text" && s != "json" {
+				return fmt.Errorf("must be text or json")
+			}
+			c.LogFormat = s
+			return nil
+		}},
 	}
+}
+
+// value is the variable's value from getenv, from the file NAME_FILE names
+// (secrets only; a trailing newline is dropped), or its default. Setting
+// both is refused: which one wins would be a guess.
+func (v configVar) value(getenv func(string) string) (string, error) {
+	val, file := getenv(v.name), ""
+	if slices.Contains(secretVars, v.name) {
+		file = getenv(v.name + "_FILE")
+	}
+	switch {
+	case val != "" && file != "":
+		return "", fmt.Errorf("set %s or %s_FILE, not both", v.name, v.name)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s_FILE: %w", v.name, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	case val != "":
+		return val, nil
+	}
+	return v.def, nil
+}
+
+// newLogger writes lull's log in the configured format and level. River's
+// own routine lines (leader elections, queue maintenance) are kept to
+// warnings unless debug is asked for, so they do not bury lull's.
+func newLogger(c *Config, w io.Writer) (app, river *slog.Logger) {
+	handler := func(level slog.Level) slog.Handler {
+		opts := &slog.HandlerOptions{Level: level}
+		if c.LogFormat == "json" {
+			return slog.NewJSONHandler(w, opts)
+		}
+		return slog.NewTextHandler(w, opts)
+	}
+	riverLevel := max(c.LogLevel, slog.LevelWarn)
+	if c.LogLevel <= slog.LevelDebug {
+		riverLevel = c.LogLevel
+	}
+	return slog.New(handler(c.LogLevel)), slog.New(handler(riverLevel))
 }
 
 // loadConfig fills a Config from getenv, then from args (flags named like
@@ -83,9 +142,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	fs := flag.NewFlagSet("lull", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	for _, v := range c.vars() {
-		val := v.def
-		if e := getenv(v.name); e != "" {
-			val = e
+		val, err := v.value(getenv)
+		if err != nil {
+			return nil, err
 		}
 		if err := v.set(val); err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", v.name, val, err)

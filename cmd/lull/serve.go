@@ -27,14 +27,16 @@ import (
 
 // app is a running lull: database, River client and HTTP server.
 type app struct {
-	cfg     *Config
-	logger  *slog.Logger
-	db      *db.DB
-	river   *river.Client[pgx.Tx]
-	engine  *batching.Engine
-	web     *web.Server
-	sender  mailer.Sender
-	metrics *metrics.Metrics
+	cfg    *Config
+	logger *slog.Logger
+	// riverLogger takes River's own lines, kept to warnings at info.
+	riverLogger *slog.Logger
+	db          *db.DB
+	river       *river.Client[pgx.Tx]
+	engine      *batching.Engine
+	web         *web.Server
+	sender      mailer.Sender
+	metrics     *metrics.Metrics
 	// demoNote tells the demo's user how to get in.
 	demoNote string
 	// metricsURL is where /metrics is served, if anywhere.
@@ -57,11 +59,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger, riverLogger := newLogger(cfg, stderr)
 	if demo {
 		demoDefaults(cfg)
 	}
-	a, err := start(ctx, cfg, logger, stdout)
+	a, err := start(ctx, cfg, logger, riverLogger, stdout)
 	if err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 }
 
 // start connects, migrates and builds everything, without serving.
-func start(ctx context.Context, cfg *Config, logger *slog.Logger, stdout io.Writer) (*app, error) {
+func start(ctx context.Context, cfg *Config, logger, riverLogger *slog.Logger, stdout io.Writer) (*app, error) {
 	d, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
@@ -132,7 +134,7 @@ func start(ctx context.Context, cfg *Config, logger *slog.Logger, stdout io.Writ
 		d.Close()
 		return nil, err
 	}
-	a := &app{cfg: cfg, logger: logger, db: d}
+	a := &app{cfg: cfg, logger: logger, riverLogger: riverLogger, db: d}
 	if err := a.build(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -183,6 +185,7 @@ func (a *app) build(ctx context.Context) error {
 		Workers: cfg.Workers, JobTimeout: cfg.JobTimeout, RescueAfter: cfg.RescueAfter,
 		SweepEvery: 30 * time.Second, Retention: cfg.Retention,
 		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond,
+		RiverLogger: a.riverLogger,
 	}, flush, a.logger, false)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
