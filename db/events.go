@@ -3,9 +3,9 @@ package db
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -152,21 +152,27 @@ func InsertEvents(ctx context.Context, q Querier, es []*Event) ([]int64, time.Ti
 	return ids, created, nil
 }
 
-// FindEvent resolves an id or an idempotency key of apiKeyID to an event id.
-func FindEvent(ctx context.Context, q Querier, apiKeyID int64, idOrKey string) (int64, error) {
+// EventIDByKey finds the event apiKeyID posted with the idempotency key.
+// Keys are per API key: another key's event with the same key is not
+// found.
+func EventIDByKey(ctx context.Context, q Querier, apiKeyID int64, key string) (int64, error) {
 	var id int64
-	err := q.QueryRow(ctx, `SELECT event_id FROM event_keys WHERE api_key_id = $1 AND key = $2`, apiKeyID, idOrKey).Scan(&id)
-	if err == nil {
-		return id, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("find event: %w", err)
-	}
-	err = q.QueryRow(ctx, `SELECT id FROM events WHERE id::text = $1 AND api_key_id = $2`, idOrKey, apiKeyID).Scan(&id)
+	err := q.QueryRow(ctx, `SELECT event_id FROM event_keys WHERE api_key_id = $1 AND key = $2`, apiKeyID, key).Scan(&id)
 	if err != nil {
-		return 0, notFound(err, "event "+idOrKey)
+		return 0, notFound(err, "event with key "+strconv.Quote(key))
 	}
 	return id, nil
+}
+
+// CheckEventOwner finds event id among the events apiKeyID posted: an API
+// key sees only its own events.
+func CheckEventOwner(ctx context.Context, q Querier, apiKeyID, id int64) error {
+	var found int64
+	err := q.QueryRow(ctx, `SELECT id FROM events WHERE id = $1 AND api_key_id = $2`, id, apiKeyID).Scan(&found)
+	if err != nil {
+		return notFound(err, "event "+strconv.FormatInt(id, 10))
+	}
+	return nil
 }
 
 func jsonOr(b json.RawMessage) string {

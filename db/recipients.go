@@ -52,27 +52,46 @@ func GetRecipient(ctx context.Context, q bun.IDB, id string) (*Recipient, error)
 	return r, nil
 }
 
-// UpsertRecipient creates a recipient or updates the contact fields of an
-// existing one, leaving their preferences alone.
+// LockRecipient loads one recipient and holds its row lock until q's
+// transaction ends, so a change merged onto what it read cannot write
+// over a change made in between (a one-click unsubscribe).
+func LockRecipient(ctx context.Context, q bun.IDB, id string) (*Recipient, error) {
+	r := new(Recipient)
+	if err := q.NewSelect().Model(r).Where("id = ?", id).For("UPDATE").Scan(ctx); err != nil {
+		return nil, notFound(err, "recipient "+id)
+	}
+	return r, nil
+}
+
+// UpsertRecipient creates a recipient or updates all the contact fields
+// of an existing one, leaving their preferences alone.
 func UpsertRecipient(ctx context.Context, q bun.IDB, r *Recipient) error {
+	return MergeRecipient(ctx, q, r, "email", "name", "timezone", "locale", "active")
+}
+
+// MergeRecipient creates r, or updates only the named contact columns of
+// the stored recipient, in one statement (so two callers cannot undo each
+// other's fields). r is read back: it holds the stored recipient after.
+func MergeRecipient(ctx context.Context, q bun.IDB, r *Recipient, columns ...string) error {
 	r.UpdatedAt = time.Now()
-	_, err := q.NewInsert().Model(r).
+	ins := q.NewInsert().Model(r).
 		Column("id", "email", "name", "timezone", "locale", "active", "updated_at").
 		On("CONFLICT (id) DO UPDATE").
-		Set("email = EXCLUDED.email, name = EXCLUDED.name, timezone = EXCLUDED.timezone").
-		Set("locale = EXCLUDED.locale, active = EXCLUDED.active, updated_at = EXCLUDED.updated_at").
-		Returning("*").
-		Exec(ctx)
-	if err != nil {
+		Set("updated_at = EXCLUDED.updated_at")
+	for _, c := range columns {
+		ins = ins.Set("? = EXCLUDED.?", bun.Ident(c), bun.Ident(c))
+	}
+	if _, err := ins.Returning("*").Exec(ctx); err != nil {
 		return fmt.Errorf("save recipient %s: %w", r.ID, err)
 	}
 	return nil
 }
 
 // SavePreferences stores a recipient's calendar, opt-out and per-type
-// choices in one transaction; types not in prefs go back to defaults.
-func SavePreferences(ctx context.Context, d *bun.DB, r *Recipient, prefs []TypePreference) error {
-	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+// choices in one transaction (a savepoint in q's, if q is one); types
+// not in prefs go back to defaults.
+func SavePreferences(ctx context.Context, q bun.IDB, r *Recipient, prefs []TypePreference) error {
+	return q.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		r.UpdatedAt = time.Now()
 		_, err := tx.NewUpdate().Model(r).
 			Column("timezone", "daily_at", "weekly_on", "weekly_at", "quiet_start", "quiet_end", "unsubscribed", "updated_at").

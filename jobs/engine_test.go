@@ -209,7 +209,7 @@ func TestRetractionRemovesItemsAndCancelsEmptyBatches(t *testing.T) {
 	keep := b.post(t, "comment", "alice", "bob")
 	gone := b.post(t, "comment", "alice", "bob", "carol")
 
-	res, err := b.engine.Retract(ctx, 1, itoa(gone.ID))
+	res, err := b.engine.Retract(ctx, 1, batching.EventRef{ID: gone.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

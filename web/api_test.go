@@ -161,7 +161,7 @@ func TestAPIEventLifecycle(t *testing.T) {
 		t.Fatal("second page repeats the first")
 	}
 
-	ret := a.mustCall(t, "DELETE", "/api/v1/events/c-1", "", 200)
+	ret := a.mustCall(t, "DELETE", "/api/v1/events?key=c-1", "", 200)
 	if ret["removed"].(float64) != 2 || len(ret["canceled_batches"].([]any)) != 2 {
 		t.Fatalf("retraction = %v, want 2 removed and 2 batches canceled", ret)
 	}

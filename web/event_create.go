@@ -3,6 +3,9 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/lull-dev/lull/preferences/batching"
 )
@@ -22,9 +25,43 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, res)
 }
 
-// retractEvent takes an event's notifications out of unsent batches.
+// retractEvent takes an event's notifications out of unsent batches:
+// DELETE /api/v1/events/{id} names the event by its id only.
 func (s *Server) retractEvent(w http.ResponseWriter, r *http.Request) {
-	res, err := s.Engine.Retract(r.Context(), apiKeyID(r), r.PathValue("id"))
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.problem(w, r, Invalid(FieldError{"id", "must be an event id (a positive number); " +
+			"to retract by idempotency key, use DELETE /api/v1/events?key=..."}))
+		return
+	}
+	s.retract(w, r, batching.EventRef{ID: id})
+}
+
+// retractEventByKey is DELETE /api/v1/events?key=K: the event posted with
+// idempotency key K by the same API key. A key in the query (URL-encoded)
+// may hold any character, "/" included.
+func (s *Server) retractEventByKey(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "key" {
+			s.problem(w, r, Invalid(FieldError{name, "is not a known parameter: use ?key=... or DELETE /api/v1/events/{id}"}))
+			return
+		}
+	}
+	keys := q["key"]
+	if len(keys) != 1 || keys[0] == "" {
+		s.problem(w, r, Invalid(FieldError{"key", "is needed, once: the idempotency key the event was posted with"}))
+		return
+	}
+	if !utf8.ValidString(keys[0]) || strings.ContainsRune(keys[0], 0) {
+		s.problem(w, r, Invalid(FieldError{"key", "must be UTF-8 text without NUL characters"}))
+		return
+	}
+	s.retract(w, r, batching.EventRef{Key: keys[0]})
+}
+
+func (s *Server) retract(w http.ResponseWriter, r *http.Request, ref batching.EventRef) {
+	res, err := s.Engine.Retract(r.Context(), apiKeyID(r), ref)
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -2,9 +2,16 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences"
@@ -31,6 +38,114 @@ type DigestBody struct {
 type QuietHoursBody struct {
 	Start string `json:"start"`
 	End   string `json:"end"`
+}
+
+// PreferencesPatch is the body of PUT /api/v1/recipients/{id}/preferences,
+// merged onto what is stored: a field left out keeps its stored value,
+// also inside digest, quiet_hours and each type. Types merge one by one:
+// a type not listed keeps its choice. null clears what has a default to
+// fall back to: quiet_hours (none), types (every type follows its
+// defaults), one type, and a type's window, max_wait and lead (the
+// type's own). null elsewhere is refused, unsubscribed included: an
+// unsubscribe is only ever undone by an explicit false.
+type PreferencesPatch struct {
+	Timezone     Optional[string]          `json:"timezone"`
+	Digest       Optional[DigestPatch]     `json:"digest"`
+	QuietHours   Optional[QuietHoursPatch] `json:"quiet_hours"`
+	Unsubscribed Optional[bool]            `json:"unsubscribed"`
+	Types        Optional[typePatches]     `json:"types"`
+}
+
+// typePatches are the changes to several types' choices. Each is decoded
+// on its own, so that an error inside one names its type, which
+// encoding/json leaves out of its error paths ("types.comment.lead", not
+// "types.lead").
+type typePatches map[string]Optional[TypePrefPatch]
+
+func (m *typePatches) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = typePatches{}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		var o Optional[TypePrefPatch]
+		if err := o.UnmarshalJSON(raw[k]); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				typ.Field = strings.TrimSuffix(k+"."+typ.Field, ".")
+			}
+			return err
+		}
+		(*m)[k] = o
+	}
+	return nil
+}
+
+// DigestPatch changes some of the digest times.
+type DigestPatch struct {
+	DailyAt  Optional[string] `json:"daily_at"`
+	WeeklyOn Optional[string] `json:"weekly_on"`
+	WeeklyAt Optional[string] `json:"weekly_at"`
+}
+
+// QuietHoursPatch changes one end of the quiet hours or both.
+type QuietHoursPatch struct {
+	Start Optional[string] `json:"start"`
+	End   Optional[string] `json:"end"`
+}
+
+// TypePrefPatch changes some of one type's choice.
+type TypePrefPatch struct {
+	Mode    Optional[string] `json:"mode"`
+	Window  Optional[string] `json:"window"`
+	MaxWait Optional[string] `json:"max_wait"`
+	Lead    Optional[*bool]  `json:"lead"`
+}
+
+// mergeOnto returns the stored preferences b with the patch applied, and
+// the nulls it refuses. The result is checked by applyPreferences like a
+// whole body, so a merged field is named in errors as if it had been sent.
+func (p PreferencesPatch) mergeOnto(b PreferencesBody) (PreferencesBody, []FieldError) {
+	var errs []FieldError
+	mergeValue(&errs, "timezone", p.Timezone, &b.Timezone)
+	mergeValue(&errs, "unsubscribed", p.Unsubscribed, &b.Unsubscribed)
+	if p.Digest.Null {
+		errs = append(errs, FieldError{"digest", nullRefused})
+	}
+	d := p.Digest.Value
+	mergeValue(&errs, "digest.daily_at", d.DailyAt, &b.Digest.DailyAt)
+	mergeValue(&errs, "digest.weekly_on", d.WeeklyOn, &b.Digest.WeeklyOn)
+	mergeValue(&errs, "digest.weekly_at", d.WeeklyAt, &b.Digest.WeeklyAt)
+	switch q := p.QuietHours; {
+	case q.Null:
+		b.QuietHours = nil
+	case q.Set:
+		merged := QuietHoursBody{}
+		if b.QuietHours != nil {
+			merged = *b.QuietHours
+		}
+		mergeValue(&errs, "quiet_hours.start", q.Value.Start, &merged.Start)
+		mergeValue(&errs, "quiet_hours.end", q.Value.End, &merged.End)
+		b.QuietHours = &merged
+	}
+	if p.Types.Null {
+		b.Types = map[string]TypePref{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Types.Value)) {
+		o := p.Types.Value[k]
+		if o.Null {
+			delete(b.Types, k)
+			continue
+		}
+		tp := b.Types[k]
+		mergeValue(&errs, "types."+k+".mode", o.Value.Mode, &tp.Mode)
+		mergeClearable(o.Value.Window, &tp.Window)
+		mergeClearable(o.Value.MaxWait, &tp.MaxWait)
+		mergeClearable(o.Value.Lead, &tp.Lead)
+		b.Types[k] = tp
+	}
+	return b, errs
 }
 
 // TypePref is one type's mode and parameters; empty ones follow the type.
@@ -126,7 +241,9 @@ func applyPreferences(r *db.Recipient, b PreferencesBody, knownTypes map[string]
 			continue
 		}
 		row := db.TypePreference{RecipientID: r.ID, TypeKey: k, Mode: tp.Mode, Lead: tp.Lead}
-		if _, err := preferences.ParseMode(tp.Mode); err != nil {
+		if tp.Mode == "" {
+			add(field+".mode", "is needed: there is no stored choice for this type to keep the mode of")
+		} else if _, err := preferences.ParseMode(tp.Mode); err != nil {
 			add(field+".mode", err.Error())
 		}
 		if tp.Window != "" {
@@ -168,33 +285,44 @@ func (s *Server) loadPreferences(ctx context.Context, id string) (*db.Recipient,
 	return rec, prefs, err
 }
 
+// putPreferences merges the body onto the stored preferences, reading
+// and writing them under the recipient's row lock, so that a one-click
+// unsubscribe arriving meanwhile is not written over with what was read
+// before it.
 func (s *Server) putPreferences(w http.ResponseWriter, r *http.Request) {
-	var b PreferencesBody
-	if err := decodeJSON(w, r, &b); err != nil {
+	var p PreferencesPatch
+	if err := decodeJSON(w, r, &p); err != nil {
 		s.problem(w, r, err)
 		return
 	}
 	ctx := r.Context()
-	rec, err := db.GetRecipient(ctx, s.DB.Bun, r.PathValue("id"))
-	if err != nil {
-		s.problem(w, r, err)
-		return
-	}
 	known, err := s.typeKeys(ctx)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	rows, errs := applyPreferences(rec, b, known)
-	if len(errs) > 0 {
-		s.problem(w, r, Invalid(errs...))
-		return
-	}
-	if err := db.SavePreferences(ctx, s.DB.Bun, rec, rows); err != nil {
+	id := r.PathValue("id")
+	err = s.DB.Bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		rec, err := db.LockRecipient(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		stored, err := db.TypePreferences(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		body, errs := p.mergeOnto(preferencesBody(rec, stored))
+		rows, more := applyPreferences(rec, body, known)
+		if errs = append(errs, more...); len(errs) > 0 {
+			return Invalid(errs...)
+		}
+		return db.SavePreferences(ctx, tx, rec, rows)
+	})
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	rec, prefs, err := s.loadPreferences(ctx, rec.ID)
+	rec, prefs, err := s.loadPreferences(ctx, id)
 	if err != nil {
 		s.problem(w, r, err)
 		return

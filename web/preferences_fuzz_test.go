@@ -13,12 +13,15 @@ import (
 )
 
 // FuzzPreferences sends arbitrary bodies through the API's decoding and
-// the validation of PUT /api/v1/recipients/{id}/preferences. Neither
-// panics; every refusal names a field; what is accepted is within the
-// rules (a known zone, times within the day, valid modes, windows of at
-// least a second); and what is stored reads back through GET and saves
-// again unchanged, so a client that round-trips its preferences never
-// changes them by accident.
+// the merge and validation of PUT /api/v1/recipients/{id}/preferences,
+// onto a recipient who has changed every setting (unsubscribed
+// included). Neither panics; every refusal names a field; what is
+// accepted is within the rules (a known zone, times within the day,
+// valid modes, windows of at least a second); whatever the body leaves
+// out is as it was; the same body sent twice changes nothing the second
+// time; and what is stored reads back through GET and saves again
+// unchanged, so a client that round-trips its preferences never changes
+// them by accident.
 func FuzzPreferences(f *testing.F) {
 	for _, seed := range []string{
 		`{"timezone":"America/New_York","digest":{"daily_at":"07:30","weekly_on":"friday","weekly_at":"16:00"},
@@ -28,12 +31,20 @@ func FuzzPreferences(f *testing.F) {
 		`{"types":{"nope":{"mode":"daily"}}}`,
 		`{"types":{"comment":{"mode":"cooldown","window":"0s","max_wait":"-1s"}}}`,
 		`{"types":{"comment":{"mode":"Cooldown","window":"1.0000001s"}}}`,
+		`{"types":{"comment":{"window":null,"lead":null},"share":{"window":"5m"}}}`,
+		`{"types":{"comment":null,"share":{"mode":null}}}`,
+		`{"types":null}`,
 		`{"digest":{"daily_at":"25:00","weekly_on":"someday","weekly_at":"7"}}`,
+		`{"digest":{"daily_at":"09:00"}}`,
+		`{"digest":null}`,
 		`{"quiet_hours":{"start":"22:00"}}`,
+		`{"quiet_hours":{"end":null}}`,
 		`{"quiet_hours":{"start":"07:00","end":"07:00"}}`,
 		`{"quiet_hours":null,"timezone":"Local"}`,
 		`{"timezone":"../../etc/passwd"}`,
+		`{"timezone":"Asia/Tokyo"}`,
 		`{"unsubscribed":"yes"}`,
+		`{"unsubscribed":null}`,
 		`{"types":{"comment":{"mode":"immediate","colour":"red"}}}`,
 		`{"types":[]}`,
 		`{"timezone":"\u0000"}`,
@@ -44,16 +55,12 @@ func FuzzPreferences(f *testing.F) {
 	}
 	known := map[string]bool{"comment": true, "share": true}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var b PreferencesBody
-		req := httptest.NewRequest("PUT", "/api/v1/recipients/u/preferences", bytes.NewReader(body))
-		if err := decodeJSON(httptest.NewRecorder(), req, &b); err != nil {
-			if p, ok := err.(*Problem); !ok || p.Status < 400 || p.Status >= 500 {
-				t.Fatalf("decoding refused with %T %v, want a 4xx problem", err, err)
-			}
+		p, ok := decodeFuzzPatch(t, body)
+		if !ok {
 			return
 		}
-		rec := newFuzzRecipient()
-		rows, errs := applyPreferences(rec, b, known)
+		rec, stored := changedFuzzRecipient()
+		rows, errs := mergeFuzzPatch(rec, stored, p, known)
 		if len(errs) > 0 {
 			for _, e := range errs {
 				if e.Field == "" || e.Message == "" {
@@ -63,24 +70,27 @@ func FuzzPreferences(f *testing.F) {
 			return
 		}
 		assertStorable(t, rec, rows, known)
+		assertLeftAlone(t, p, rec, rows)
 
-		// What GET would answer for the stored preferences...
-		stored := map[string]db.TypePreference{}
-		for _, r := range rows {
-			stored[r.TypeKey] = r
+		// The same body again changes nothing.
+		again := *rec
+		rowsAgain, errs := mergeFuzzPatch(&again, byType(rows), p, known)
+		if len(errs) > 0 || !reflect.DeepEqual(*rec, again) || !reflect.DeepEqual(rows, rowsAgain) {
+			t.Fatalf("the same body sent twice changed the preferences again: %v\n%+v %+v\n%+v %+v", errs, rec, rows, &again, rowsAgain)
 		}
-		out, err := json.Marshal(preferencesBody(rec, stored))
+
+		// What GET would answer for the stored preferences saves again,
+		// onto a recipient who has never changed anything, to the same.
+		out, err := json.Marshal(preferencesBody(rec, byType(rows)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		// ... saves again to the same thing.
-		var b2 PreferencesBody
-		req = httptest.NewRequest("PUT", "/api/v1/recipients/u/preferences", bytes.NewReader(out))
-		if err := decodeJSON(httptest.NewRecorder(), req, &b2); err != nil {
-			t.Fatalf("GET's answer %s does not decode: %v", out, err)
+		p2, ok := decodeFuzzPatch(t, out)
+		if !ok {
+			t.Fatalf("GET's answer %s does not decode", out)
 		}
 		rec2 := newFuzzRecipient()
-		rows2, errs := applyPreferences(rec2, b2, known)
+		rows2, errs := mergeFuzzPatch(rec2, nil, p2, known)
 		if len(errs) > 0 {
 			t.Fatalf("GET's answer %s is refused: %v", out, errs)
 		}
@@ -90,8 +100,76 @@ func FuzzPreferences(f *testing.F) {
 	})
 }
 
+// decodeFuzzPatch decodes body as PUT does; a refusal must be a 4xx problem.
+func decodeFuzzPatch(t *testing.T, body []byte) (PreferencesPatch, bool) {
+	t.Helper()
+	var p PreferencesPatch
+	req := httptest.NewRequest("PUT", "/api/v1/recipients/u/preferences", bytes.NewReader(body))
+	if err := decodeJSON(httptest.NewRecorder(), req, &p); err != nil {
+		if p, ok := err.(*Problem); !ok || p.Status < 400 || p.Status >= 500 {
+			t.Fatalf("decoding refused with %T %v, want a 4xx problem", err, err)
+		}
+		return p, false
+	}
+	return p, true
+}
+
+// mergeFuzzPatch is putPreferences without the database.
+func mergeFuzzPatch(rec *db.Recipient, stored map[string]db.TypePreference, p PreferencesPatch, known map[string]bool) ([]db.TypePreference, []FieldError) {
+	body, errs := p.mergeOnto(preferencesBody(rec, stored))
+	rows, more := applyPreferences(rec, body, known)
+	return rows, append(errs, more...)
+}
+
+func byType(rows []db.TypePreference) map[string]db.TypePreference {
+	m := map[string]db.TypePreference{}
+	for _, r := range rows {
+		m[r.TypeKey] = r
+	}
+	return m
+}
+
 func newFuzzRecipient() *db.Recipient {
 	return &db.Recipient{ID: "u", Timezone: "UTC", DailyAt: 480, WeeklyOn: 1, WeeklyAt: 480}
+}
+
+// changedFuzzRecipient has every setting away from its default.
+func changedFuzzRecipient() (*db.Recipient, map[string]db.TypePreference) {
+	start, end, window, lead := 22*60, 7*60, int64(15*60_000), true
+	rec := &db.Recipient{ID: "u", Timezone: "Europe/Berlin", DailyAt: 7 * 60, WeeklyOn: 5, WeeklyAt: 16 * 60,
+		QuietStart: &start, QuietEnd: &end, Unsubscribed: true}
+	return rec, map[string]db.TypePreference{
+		"comment": {RecipientID: "u", TypeKey: "comment", Mode: "cooldown", WindowMS: &window, Lead: &lead},
+		"share":   {RecipientID: "u", TypeKey: "share", Mode: "never"},
+	}
+}
+
+// assertLeftAlone checks that what the body leaves out is as
+// changedFuzzRecipient stored it.
+func assertLeftAlone(t *testing.T, p PreferencesPatch, rec *db.Recipient, rows []db.TypePreference) {
+	t.Helper()
+	was, wasTypes := changedFuzzRecipient()
+	if !p.Timezone.Set && rec.Timezone != was.Timezone {
+		t.Fatalf("time zone left out, but changed to %q", rec.Timezone)
+	}
+	if !p.Unsubscribed.Set && !rec.Unsubscribed {
+		t.Fatal("unsubscribed left out, but the recipient was subscribed again")
+	}
+	d := p.Digest.Value
+	if !d.DailyAt.Set && rec.DailyAt != was.DailyAt || !d.WeeklyOn.Set && rec.WeeklyOn != was.WeeklyOn || !d.WeeklyAt.Set && rec.WeeklyAt != was.WeeklyAt {
+		t.Fatalf("digest times left out, but changed: %+v", rec)
+	}
+	q := p.QuietHours
+	if !q.Set && (rec.QuietStart == nil || rec.QuietEnd == nil || *rec.QuietStart != *was.QuietStart || *rec.QuietEnd != *was.QuietEnd) ||
+		q.Set && !q.Null && (!q.Value.Start.Set && *rec.QuietStart != *was.QuietStart || !q.Value.End.Set && *rec.QuietEnd != *was.QuietEnd) {
+		t.Fatalf("quiet hours left out, but changed to %v-%v", rec.QuietStart, rec.QuietEnd)
+	}
+	got := byType(rows)
+	for k, w := range wasTypes {
+		if _, sent := p.Types.Value[k]; !sent && !p.Types.Null && !reflect.DeepEqual(got[k], w) {
+			t.Fatalf("type %s left out, but its choice changed to %+v", k, got[k])
+		}
+	}
 }
 
 func assertStorable(t *testing.T, rec *db.Recipient, rows []db.TypePreference, known map[string]bool) {

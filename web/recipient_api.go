@@ -8,7 +8,7 @@ import (
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
-// RecipientBody is a recipient's contact details.
+// RecipientBody is a recipient's contact details, as PUT answers them.
 type RecipientBody struct {
 	ID       string `json:"id"`
 	Email    string `json:"email"`
@@ -18,13 +18,43 @@ type RecipientBody struct {
 	Active   *bool  `json:"active"`
 }
 
+// RecipientPatch is the body of PUT /api/v1/recipients/{id}: it creates
+// the recipient or merges onto the stored one. A field left out keeps
+// its stored value (a new recipient gets no email, name or locale, UTC
+// and active); an empty timezone counts as left out. null clears email,
+// name and locale; it is refused for timezone and active, which have no
+// empty state.
+type RecipientPatch struct {
+	ID       string           `json:"id"`
+	Email    Optional[string] `json:"email"`
+	Name     Optional[string] `json:"name"`
+	Timezone Optional[string] `json:"timezone"`
+	Locale   Optional[string] `json:"locale"`
+	Active   Optional[bool]   `json:"active"`
+}
+
 func (s *Server) putRecipient(w http.ResponseWriter, r *http.Request) {
-	var b RecipientBody
+	var b RecipientPatch
 	if err := decodeJSON(w, r, &b); err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	id := r.PathValue("id")
+	rec, columns, errs := b.recipient(r.PathValue("id"))
+	if len(errs) > 0 {
+		s.problem(w, r, Invalid(errs...))
+		return
+	}
+	if err := db.MergeRecipient(r.Context(), s.DB.Bun, rec, columns...); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, RecipientBody{ID: rec.ID, Email: rec.Email, Name: rec.Name, Timezone: rec.Timezone, Locale: rec.Locale, Active: &rec.Active})
+}
+
+// recipient checks the body and returns the recipient to create (with
+// the defaults where the body is silent) and the columns it sets, which
+// are all an existing recipient's update may change.
+func (b RecipientPatch) recipient(id string) (*db.Recipient, []string, []FieldError) {
 	var errs []FieldError
 	if len(id) > 255 {
 		errs = append(errs, FieldError{"id", "is longer than 255 characters"})
@@ -32,26 +62,34 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *http.Request) {
 	if b.ID != "" && b.ID != id {
 		errs = append(errs, FieldError{"id", "differs from the id in the URL"})
 	}
-	if b.Email != "" {
-		if msg := batching.CheckEmail(b.Email); msg != "" {
+	rec := &db.Recipient{ID: id, Timezone: "UTC", Active: true}
+	var columns []string
+	set := func(column string, sent bool) {
+		if sent {
+			columns = append(columns, column)
+		}
+	}
+	mergeClearable(b.Email, &rec.Email)
+	set("email", b.Email.Set)
+	if rec.Email != "" {
+		if msg := batching.CheckEmail(rec.Email); msg != "" {
 			errs = append(errs, FieldError{"email", msg})
 		}
 	}
-	if b.Timezone == "" {
-		b.Timezone = "UTC"
-	} else if msg := checkZone(b.Timezone); msg != "" {
+	mergeClearable(b.Name, &rec.Name)
+	set("name", b.Name.Set)
+	mergeClearable(b.Locale, &rec.Locale)
+	set("locale", b.Locale.Set)
+	mergeValue(&errs, "active", b.Active, &rec.Active)
+	set("active", b.Active.Set)
+	if b.Timezone.Value == "" {
+		b.Timezone.Set = false // as left out; a null is still refused
+	} else if msg := checkZone(b.Timezone.Value); msg != "" {
 		errs = append(errs, FieldError{"timezone", msg})
 	}
-	if len(errs) > 0 {
-		s.problem(w, r, Invalid(errs...))
-		return
-	}
-	rec := &db.Recipient{ID: id, Email: b.Email, Name: b.Name, Timezone: b.Timezone, Locale: b.Locale, Active: b.Active == nil || *b.Active}
-	if err := db.UpsertRecipient(r.Context(), s.DB.Bun, rec); err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, RecipientBody{ID: rec.ID, Email: rec.Email, Name: rec.Name, Timezone: rec.Timezone, Locale: rec.Locale, Active: &rec.Active})
+	mergeValue(&errs, "timezone", b.Timezone, &rec.Timezone)
+	set("timezone", b.Timezone.Set)
+	return rec, columns, errs
 }
 
 func checkZone(name string) string {

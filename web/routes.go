@@ -16,6 +16,7 @@ func (s *Server) Handler() http.Handler {
 	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.apiAuth(h)) }
 	api("POST /api/v1/events", s.createEvent)
 	api("DELETE /api/v1/events/{id}", s.retractEvent)
+	api("DELETE /api/v1/events", s.retractEventByKey)
 	api("PUT /api/v1/recipients/{id}", s.putRecipient)
 	api("GET /api/v1/recipients/{id}/preferences", s.getPreferences)
 	api("PUT /api/v1/recipients/{id}/preferences", s.putPreferences)

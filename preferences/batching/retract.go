@@ -17,12 +17,28 @@ type RetractResult struct {
 	Canceled []int64 `json:"canceled_batches"`
 }
 
+// EventRef names the event to retract: by its id, or by the idempotency
+// key it was posted with. Exactly one is set, and neither is ever taken
+// for the other: a key "42" that was never stored does not name event 42.
+type EventRef struct {
+	ID  int64
+	Key string
+}
+
+// find resolves the reference among apiKeyID's own events.
+func (ref EventRef) find(ctx context.Context, tx pgx.Tx, apiKeyID int64) (int64, error) {
+	if ref.Key != "" {
+		return db.EventIDByKey(ctx, tx, apiKeyID, ref.Key)
+	}
+	return ref.ID, db.CheckEventOwner(ctx, tx, apiKeyID, ref.ID)
+}
+
 // Retract takes an event's notifications out of every batch that has not
 // flushed; a batch left empty is canceled rather than sent.
-func (e *Engine) Retract(ctx context.Context, apiKeyID int64, idOrKey string) (*RetractResult, error) {
+func (e *Engine) Retract(ctx context.Context, apiKeyID int64, ref EventRef) (*RetractResult, error) {
 	res := &RetractResult{Canceled: []int64{}}
 	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
-		id, err := db.FindEvent(ctx, tx, apiKeyID, idOrKey)
+		id, err := ref.find(ctx, tx, apiKeyID)
 		if err != nil {
 			return err
 		}
