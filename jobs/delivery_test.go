@@ -12,9 +12,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/lull-dev/lull/db"
-	"github.com/lull-dev/lull/jobs"
-	"github.com/lull-dev/lull/jobs/mailer"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail"
+	"github.com/lull-dev/lull/mail/smtptest"
 	"github.com/lull-dev/lull/mailtemplates"
 )
 
@@ -22,7 +21,7 @@ func smtpSetup(t *testing.T) (*testBundle, *smtptest.Server) {
 	t.Helper()
 	b := setup(t)
 	srv := smtptest.Start(t)
-	s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: srv.URL()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := mail.NewSMTP(mail.SMTPConfig{URL: srv.URL()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func TestTemporarySMTPFailureRetriesWithTheSameMessageID(t *testing.T) {
 	srv.FailNext(451, "4.3.0 try again later", 1)
 	ctx := context.Background()
 	err := b.workAs(ctx, 7, id, 1)
-	if err == nil || !mailer.IsTemporary(err) {
+	if err == nil || !mail.IsTemporary(err) {
 		t.Fatalf("first attempt: %v, want a temporary error for River to retry", err)
 	}
 	if got := b.batch(t, id).State; got != db.StateFlushing {
@@ -96,7 +95,7 @@ func TestLastTemporaryFailureFailsVisibly(t *testing.T) {
 	}
 }
 
-// senderFunc adapts a function to mailer.Sender.
+// senderFunc adapts a function to mail.Sender.
 type senderFunc func(context.Context, *mailtemplates.Message) error
 
 func (f senderFunc) Send(ctx context.Context, m *mailtemplates.Message) error { return f(ctx, m) }
@@ -111,7 +110,7 @@ func TestConfirmedSendIsNotLeftPossiblyLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.flush.AtMostOnce = true
-	outbox := &jobs.Outbox{DB: b.db}
+	outbox := &mail.Outbox{DB: b.db}
 	b.withSender(senderFunc(func(ctx context.Context, m *mailtemplates.Message) error {
 		// The sweep runs while the send is in flight and judges it stale.
 		if err := db.FlagUnconfirmed(ctx, b.db.Pool, b.clock.Now().Add(time.Hour)); err != nil {
@@ -145,7 +144,7 @@ func TestSecondJobDoesNotFlagASendInFlight(t *testing.T) {
 	b := setup(t)
 	b.flush.AtMostOnce = true
 	ctx := context.Background()
-	outbox := &jobs.Outbox{DB: b.db}
+	outbox := &mail.Outbox{DB: b.db}
 	var id int64
 	calls := 0
 	b.withSender(senderFunc(func(ctx context.Context, m *mailtemplates.Message) error {
@@ -153,14 +152,14 @@ func TestSecondJobDoesNotFlagASendInFlight(t *testing.T) {
 			if err := b.workAs(ctx, 99, id, 1); err != nil {
 				return err
 			}
-			return &mailer.SendError{Temporary: true, Code: 451, Answer: "451 4.3.0 try again later"}
+			return &mail.SendError{Temporary: true, Code: 451, Answer: "451 4.3.0 try again later"}
 		}
 		return outbox.Send(ctx, m)
 	}))
 	b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
 	b.recipient(t, "bob", "UTC")
 	id = b.post(t, "alert", "system", "bob").Batches[0].ID
-	if err := b.workAs(ctx, 7, id, 1); !mailer.IsTemporary(err) {
+	if err := b.workAs(ctx, 7, id, 1); !mail.IsTemporary(err) {
 		t.Fatalf("first attempt: %v, want the 451 back for River to retry", err)
 	}
 	d, err := db.GetDeliveryByBatch(ctx, b.db.Pool, id)

@@ -16,9 +16,10 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/lull-dev/lull/db"
-	"github.com/lull-dev/lull/jobs/mailer"
-	"github.com/lull-dev/lull/jobs/metrics"
+	"github.com/lull-dev/lull/db/coalesce"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/metrics"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 )
@@ -47,7 +48,7 @@ func (FlushArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAtte
 type FlushWorker struct {
 	river.WorkerDefaults[FlushArgs]
 	DB     *db.DB
-	Sender mailer.Sender
+	Sender mail.Sender
 	Links  mailtemplates.Links
 	From   string
 	// AtMostOnce marks a delivery sent before SMTP is asked, so a crash
@@ -65,8 +66,8 @@ type FlushWorker struct {
 	// Flushes running at the same moment share their database work
 	// (group.go): one transaction locks, reads and starts a set of
 	// them, and one round trip records a set's outcomes.
-	prepares db.Group[flushCall, prepared]
-	records  db.Group[outcome, error]
+	prepares coalesce.Group[flushCall, prepared]
+	records  coalesce.Group[outcome, error]
 }
 
 func (w *FlushWorker) now() time.Time {
@@ -437,7 +438,7 @@ type outcome struct {
 func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan *sendPlan) error {
 	sendErr := w.Sender.Send(ctx, plan.msg)
 	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
-	o.final = sendErr == nil || !mailer.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
+	o.final = sendErr == nil || !mail.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
 	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))
 	err, ok := w.records.Do(ctx, o, w.recordSet)
 	if !ok || err != nil {

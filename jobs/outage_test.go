@@ -11,8 +11,8 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/jobs"
-	"github.com/lull-dev/lull/jobs/mailer"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail"
+	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 // running is a bundle whose flush jobs are worked by a started River
@@ -22,7 +22,7 @@ func running(t *testing.T, srv *smtptest.Server, retryBase time.Duration) *testB
 	t.Helper()
 	b := setup(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: srv.URL()}, logger)
+	s, err := mail.NewSMTP(mail.SMTPConfig{URL: srv.URL()}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

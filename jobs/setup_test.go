@@ -16,7 +16,7 @@ import (
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/jobs"
-	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
 )
@@ -53,7 +53,7 @@ func setup(t *testing.T) *testBundle {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := &clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)}
 	flush := &jobs.FlushWorker{
-		DB: d, Sender: &jobs.Outbox{DB: d}, From: "lull@example.com", Logger: logger, Now: c.Now,
+		DB: d, Sender: &mail.Outbox{DB: d}, From: "lull@example.com", Logger: logger, Now: c.Now,
 		Links: mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")},
 	}
 	client, err := jobs.NewClient(d, jobs.Config{Workers: 1, JobTimeout: time.Minute, RescueAfter: time.Hour, SweepEvery: time.Hour, Retention: 720 * time.Hour}, flush, logger, true)
@@ -65,7 +65,7 @@ func setup(t *testing.T) *testBundle {
 	return b
 }
 
-func (b *testBundle) withSender(s mailer.Sender) { b.flush.Sender = s }
+func (b *testBundle) withSender(s mail.Sender) { b.flush.Sender = s }
 
 // saveType registers a type, with defaults for what the test leaves out.
 func (b *testBundle) saveType(t *testing.T, typ db.Type) {

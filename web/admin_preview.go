@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lull-dev/lull/db"
-	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/views"
 )
@@ -78,7 +78,7 @@ func (s *Server) previewPage(render func(*http.Request) (*mailtemplates.Message,
 		}
 		phone := r.URL.Query().Get("width") == "phone"
 		v := views.PreviewView{AdminPage: s.adminPage(r, "Preview", section), Heading: heading(r), Text: m.Text,
-			Headers: headerList(mailer.Headers(m)), Phone: phone, FrameURL: r.URL.Path + "/html",
+			Headers: headerList(mail.Headers(m)), Phone: phone, FrameURL: r.URL.Path + "/html",
 			DesktopURL: r.URL.Path, PhoneURL: withWidth(r.URL.Path, true), BackURL: back(r), BackLabel: backLabel(r)}
 		s.render(w, r, http.StatusOK, views.Preview(v))
 	}

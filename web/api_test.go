@@ -17,6 +17,7 @@ import (
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/jobs"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/web"
@@ -40,7 +41,7 @@ func setupAPI(t *testing.T) *apiBundle {
 		t.Fatal(err)
 	}
 	links := mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	flush := &jobs.FlushWorker{DB: d, Sender: &jobs.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com"}
+	flush := &jobs.FlushWorker{DB: d, Sender: &mail.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com"}
 	client, err := jobs.NewClient(d, jobs.Config{Workers: 1, JobTimeout: time.Minute, RescueAfter: time.Hour, SweepEvery: time.Hour, Retention: 720 * time.Hour}, flush, logger, true)
 	if err != nil {
 		t.Fatal(err)

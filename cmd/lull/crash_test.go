@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db/dbtest"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 // TestMain lets a test start this test binary as a real lull process (to

@@ -16,7 +16,7 @@ import (
 
 	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/db/localpg"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 // The fault tests of docs/reliability.md. Each runs real lull processes

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 // The fault tests drive lull the way a host application does: clients

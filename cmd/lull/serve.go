@@ -18,9 +18,9 @@ import (
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/localpg"
 	"github.com/lull-dev/lull/jobs"
-	"github.com/lull-dev/lull/jobs/mailer"
-	"github.com/lull-dev/lull/jobs/metrics"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/metrics"
 	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/web"
 )
@@ -35,7 +35,7 @@ type app struct {
 	river       *river.Client[pgx.Tx]
 	engine      *batching.Engine
 	web         *web.Server
-	sender      mailer.Sender
+	sender      mail.Sender
 	metrics     *metrics.Metrics
 	// demoNote tells the demo's user how to get in.
 	demoNote string
@@ -163,9 +163,9 @@ func (a *app) build(ctx context.Context) error {
 		}
 	}
 	if cfg.SMTPURL == "" {
-		a.sender = &jobs.Outbox{DB: a.db}
+		a.sender = &mail.Outbox{DB: a.db}
 	} else {
-		s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate, Concurrency: cfg.SMTPConns}, a.logger)
+		s, err := mail.NewSMTP(mail.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate, Concurrency: cfg.SMTPConns}, a.logger)
 		if err != nil {
 			return err
 		}

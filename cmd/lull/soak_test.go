@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db/dbtest"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 // TestSoak runs lull for LULL_SOAK (a duration such as 5m) at a fixed

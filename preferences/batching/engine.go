@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/coalesce"
 )
 
 // Scheduler enqueues flush jobs in the caller's transaction, so a batch and
@@ -28,7 +29,7 @@ type Flush struct {
 }
 
 // Metrics hears what each stored event did, for /metrics; package
-// jobs/metrics implements it.
+// metrics/ implements it.
 type Metrics interface {
 	Ingested(batched, suppressed, opened int)
 }
@@ -45,7 +46,7 @@ type Engine struct {
 
 	// sets gathers events posted at the same moment into one
 	// transaction (see ingestSet).
-	sets db.Group[ingestCall, ingestOut]
+	sets coalesce.Group[ingestCall, ingestOut]
 }
 
 func (e *Engine) now() time.Time {

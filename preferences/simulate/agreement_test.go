@@ -18,6 +18,7 @@ import (
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/jobs"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/preferences/simulate"
@@ -53,7 +54,7 @@ func setupEngine(t *testing.T) *engineBundle {
 	d := dbtest.New(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := &testClock{}
-	flush := &jobs.FlushWorker{DB: d, Sender: &jobs.Outbox{DB: d}, From: "lull@example.com", Logger: logger, Now: c.Now,
+	flush := &jobs.FlushWorker{DB: d, Sender: &mail.Outbox{DB: d}, From: "lull@example.com", Logger: logger, Now: c.Now,
 		Links: mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")}}
 	client, err := jobs.NewClient(d, jobs.Config{Workers: 1, JobTimeout: time.Minute, RescueAfter: time.Hour, SweepEvery: time.Hour, Retention: 720 * time.Hour}, flush, logger, true)
 	if err != nil {

@@ -1,11 +1,11 @@
-package mailer
+package mail
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail/smtptest"
 	"github.com/lull-dev/lull/mailtemplates"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mail"
 )
 
 // TestMetricsCountAndScrape reports one of everything and scrapes the
@@ -28,9 +28,9 @@ func TestMetricsCountAndScrape(t *testing.T) {
 	m.Flushed(FlushSent)
 	m.Flushed(FlushSnoozed)
 	m.Delivered(nil, true, 1500*time.Millisecond)
-	m.Delivered(&mailer.SendError{Temporary: true, Code: 451}, false, 0)
-	m.Delivered(&mailer.SendError{Code: 550}, true, 0)
-	m.Delivered(&mailer.SendError{Temporary: true, Err: errors.New("connection refused")}, false, 0)
+	m.Delivered(&mail.SendError{Temporary: true, Code: 451}, false, 0)
+	m.Delivered(&mail.SendError{Code: 550}, true, 0)
+	m.Delivered(&mail.SendError{Temporary: true, Err: errors.New("connection refused")}, false, 0)
 	m.Delivered(errors.New("outbox full"), false, 0)
 
 	rec := httptest.NewRecorder()

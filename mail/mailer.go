@@ -4,7 +4,7 @@
 // cap on open connections, and classifies failures so the flush job knows
 // whether to retry. The built-in outbox (package jobs) implements the same
 // Sender interface without any server.
-package mailer
+package mail
 
 import (
 	"context"

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mail"
 )
 
 // Flush outcomes: how one run of a flush job ended.
@@ -152,7 +152,7 @@ func (m *Metrics) Delivered(err error, final bool, late time.Duration) {
 
 // errorClass sorts a send error by the server's answer.
 func errorClass(err error) string {
-	var se *mailer.SendError
+	var se *mail.SendError
 	switch {
 	case !errors.As(err, &se):
 		return "other"

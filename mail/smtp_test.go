@@ -1,4 +1,4 @@
-package mailer_test
+package mail_test
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"mime"
 	"mime/multipart"
 	"net"
-	"net/mail"
+	netmail "net/mail"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/lull-dev/lull/jobs/mailer"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail"
+	"github.com/lull-dev/lull/mail/smtptest"
 	"github.com/lull-dev/lull/mailtemplates"
 )
 
@@ -30,9 +30,9 @@ func message(subject string) *mailtemplates.Message {
 	}
 }
 
-func newSMTP(t *testing.T, cfg mailer.SMTPConfig) *mailer.SMTP {
+func newSMTP(t *testing.T, cfg mail.SMTPConfig) *mail.SMTP {
 	t.Helper()
-	s, err := mailer.NewSMTP(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := mail.NewSMTP(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func parts(t *testing.T, got smtptest.Received) (types []string, bodies map[stri
 	if err != nil || media != "multipart/alternative" {
 		t.Fatalf("Content-Type = %q, want multipart/alternative", got.Header.Get("Content-Type"))
 	}
-	msg, err := mail.ReadMessage(strings.NewReader(string(got.Data)))
+	msg, err := netmail.ReadMessage(strings.NewReader(string(got.Data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestSMTPSend(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
 		m := message("3 new comments on Q3 plan")
-		if err := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()}).Send(context.Background(), m); err != nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: srv.URL()}).Send(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
 		got := srv.WaitFor(t, 1, wait)[0]
@@ -106,13 +106,13 @@ func TestSMTPSend(t *testing.T) {
 		if v := h["List-Unsubscribe-Post"]; len(v) != 1 || v[0] != "List-Unsubscribe=One-Click" {
 			t.Errorf("List-Unsubscribe-Post = %q", v)
 		}
-		if d, err := mail.ParseDate(h.Get("Date")); err != nil || !d.Equal(m.Date) {
+		if d, err := netmail.ParseDate(h.Get("Date")); err != nil || !d.Equal(m.Date) {
 			t.Errorf("Date %q (%v), want %v", h.Get("Date"), err, m.Date)
 		}
-		if from, err := mail.ParseAddress(h.Get("From")); err != nil || from.Address != "lull@example.com" {
+		if from, err := netmail.ParseAddress(h.Get("From")); err != nil || from.Address != "lull@example.com" {
 			t.Errorf("From = %q (%v)", h.Get("From"), err)
 		}
-		if to, err := mail.ParseAddress(h.Get("To")); err != nil || to.Address != "bob@example.com" || to.Name != "Bob Stone" {
+		if to, err := netmail.ParseAddress(h.Get("To")); err != nil || to.Address != "bob@example.com" || to.Name != "Bob Stone" {
 			t.Errorf("To = %q (%v), want Bob Stone <bob@example.com>", h.Get("To"), err)
 		}
 		if h.Get("Mime-Version") != "1.0" {
@@ -130,7 +130,7 @@ func TestSMTPSend(t *testing.T) {
 	t.Run("UTF8SubjectsAndNamesDecode", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		subjects := []string{
 			"Fatima 🎉 shared the app with you",
 			"شاركت فاطمة التطبيق معك",
@@ -151,7 +151,7 @@ func TestSMTPSend(t *testing.T) {
 			if s, err := dec.DecodeHeader(raw); err != nil || s != subjects[i] {
 				t.Errorf("Subject %q decodes to %q (%v), want %q", raw, s, err, subjects[i])
 			}
-			if to, err := mail.ParseAddress(got.Header.Get("To")); err != nil || to.Name != "فاطمة Zoë" {
+			if to, err := netmail.ParseAddress(got.Header.Get("To")); err != nil || to.Name != "فاطمة Zoë" {
 				t.Errorf("To %q parses to %v (%v)", got.Header.Get("To"), to, err)
 			}
 		}
@@ -160,7 +160,7 @@ func TestSMTPSend(t *testing.T) {
 	t.Run("LineBreaksCannotAddHeaders", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		for i, evil := range []string{"Hello\r\nBcc: x@y", "Hello\nBcc: x@y", "Hello\rBcc: x@y", "Hello\u2028Bcc: x@y"} {
 			m := message(evil)
 			m.ToName = "Bob\r\nBcc: other@example.com\r\n"
@@ -177,7 +177,7 @@ func TestSMTPSend(t *testing.T) {
 			if s, _ := dec.DecodeHeader(got.Header.Get("Subject")); s != "Hello Bcc: x@y" {
 				t.Errorf("Subject = %q, want the text kept on one line", s)
 			}
-			if to, err := mail.ParseAddress(got.Header.Get("To")); err != nil || to.Name != "Bob Bcc: other@example.com" || to.Address != "bob@example.com" {
+			if to, err := netmail.ParseAddress(got.Header.Get("To")); err != nil || to.Name != "Bob Bcc: other@example.com" || to.Address != "bob@example.com" {
 				t.Errorf("To = %q (%v)", got.Header.Get("To"), err)
 			}
 		}
@@ -188,8 +188,8 @@ func TestSMTPSend(t *testing.T) {
 		srv := smtptest.Start(t)
 		m := message("x")
 		m.To = "not an address"
-		err := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()}).Send(context.Background(), m)
-		if !errors.Is(err, mailer.ErrBadMessage) || mailer.IsTemporary(err) {
+		err := newSMTP(t, mail.SMTPConfig{URL: srv.URL()}).Send(context.Background(), m)
+		if !errors.Is(err, mail.ErrBadMessage) || mail.IsTemporary(err) {
 			t.Fatalf("bad To gave %v, want a permanent ErrBadMessage", err)
 		}
 		if srv.Connections() != 0 {
@@ -204,15 +204,15 @@ func TestSMTPFailures(t *testing.T) {
 	t.Run("TemporaryAnswerThenSuccess", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		srv.FailNext(451, "4.3.0 try again later", 1)
 		err := s.Send(context.Background(), message("x"))
-		var se *mailer.SendError
+		var se *mail.SendError
 		if !errors.As(err, &se) || !se.Temporary || se.Code != 451 || se.Answer != "451 4.3.0 try again later" {
 			t.Fatalf("451 gave %#v, want a temporary SendError with code and answer", err)
 		}
-		if !mailer.IsTemporary(err) || err.Error() != "451 4.3.0 try again later" {
-			t.Errorf("IsTemporary = %v, Error() = %q", mailer.IsTemporary(err), err)
+		if !mail.IsTemporary(err) || err.Error() != "451 4.3.0 try again later" {
+			t.Errorf("IsTemporary = %v, Error() = %q", mail.IsTemporary(err), err)
 		}
 		if err := s.Send(context.Background(), message("x")); err != nil {
 			t.Fatalf("send after 451: %v", err)
@@ -229,14 +229,14 @@ func TestSMTPFailures(t *testing.T) {
 	t.Run("PermanentAnswerKeepsText", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		srv.FailNext(550, "5.1.1 no such user", 1)
 		err := s.Send(context.Background(), message("x"))
-		var se *mailer.SendError
+		var se *mail.SendError
 		if !errors.As(err, &se) || se.Temporary || se.Code != 550 || se.Answer != "550 5.1.1 no such user" {
 			t.Fatalf("550 gave %#v, want a permanent SendError with answer %q", err, "550 5.1.1 no such user")
 		}
-		if mailer.IsTemporary(err) {
+		if mail.IsTemporary(err) {
 			t.Error("IsTemporary(550) = true")
 		}
 	})
@@ -244,10 +244,10 @@ func TestSMTPFailures(t *testing.T) {
 	t.Run("RecipientRefused", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		srv.FailNextRcpt(550, "5.1.1 <bob@example.com>: Recipient address rejected", 1)
 		err := s.Send(context.Background(), message("x"))
-		var se *mailer.SendError
+		var se *mail.SendError
 		if !errors.As(err, &se) || se.Temporary || se.Code != 550 || se.Answer != "550 5.1.1 <bob@example.com>: Recipient address rejected" {
 			t.Fatalf("RCPT 550 gave %#v", err)
 		}
@@ -266,8 +266,8 @@ func TestSMTPFailures(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		err = newSMTP(t, mailer.SMTPConfig{URL: "smtp://" + addr}).Send(context.Background(), message("x"))
-		var se *mailer.SendError
+		err = newSMTP(t, mail.SMTPConfig{URL: "smtp://" + addr}).Send(context.Background(), message("x"))
+		var se *mail.SendError
 		if !errors.As(err, &se) || !se.Temporary || se.Code != 0 {
 			t.Fatalf("refused connection gave %#v, want a temporary SendError", err)
 		}
@@ -282,8 +282,8 @@ func TestSMTPFailures(t *testing.T) {
 		srv := smtptest.Start(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		err := newSMTP(t, mailer.SMTPConfig{URL: srv.URL(), Rate: 0.001}).Send(ctx, message("x"))
-		if !errors.Is(err, context.Canceled) || !mailer.IsTemporary(err) {
+		err := newSMTP(t, mail.SMTPConfig{URL: srv.URL(), Rate: 0.001}).Send(ctx, message("x"))
+		if !errors.Is(err, context.Canceled) || !mail.IsTemporary(err) {
 			t.Fatalf("canceled context gave %v", err)
 		}
 	})
@@ -295,7 +295,7 @@ func TestSMTPConnections(t *testing.T) {
 	t.Run("SequentialSendsShareOneConnection", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		for range 20 {
 			if err := s.Send(context.Background(), message("x")); err != nil {
 				t.Fatal(err)
@@ -310,7 +310,7 @@ func TestSMTPConnections(t *testing.T) {
 	t.Run("ConcurrentSendsStayWithinConcurrency", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL(), Concurrency: 3})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL(), Concurrency: 3})
 		var wg sync.WaitGroup
 		errs := make(chan error, 20)
 		for range 20 {
@@ -332,7 +332,7 @@ func TestSMTPConnections(t *testing.T) {
 	t.Run("ConcurrencyCapsMessagesInFlight", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL(), Concurrency: 3})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL(), Concurrency: 3})
 		srv.Hold()
 		var wg sync.WaitGroup
 		for range 8 {
@@ -362,7 +362,7 @@ func TestSMTPConnections(t *testing.T) {
 	t.Run("ServerDroppedIdleConnection", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
 		if err := s.Send(context.Background(), message("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func TestSMTPConnections(t *testing.T) {
 	t.Run("CloseHangsUp", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.Start(t)
-		s, err := mailer.NewSMTP(mailer.SMTPConfig{URL: srv.URL()}, nil)
+		s, err := mail.NewSMTP(mail.SMTPConfig{URL: srv.URL()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestSMTPConnections(t *testing.T) {
 		}
 		s.Close()
 		waitOpen(t, srv, 0)
-		if err := s.Send(context.Background(), message("x")); !errors.Is(err, mailer.ErrClosed) {
+		if err := s.Send(context.Background(), message("x")); !errors.Is(err, mail.ErrClosed) {
 			t.Fatalf("send after Close: %v, want ErrClosed", err)
 		}
 	})
@@ -403,7 +403,7 @@ func TestSMTPConnections(t *testing.T) {
 		srv := smtptest.Start(t)
 		// A burst of 50 goes at once, the next 10 at 50 a second: at
 		// least 200 ms in all.
-		s := newSMTP(t, mailer.SMTPConfig{URL: srv.URL(), Rate: 50})
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL(), Rate: 50})
 		start := time.Now()
 		for range 60 {
 			if err := s.Send(context.Background(), message("x")); err != nil {
@@ -437,7 +437,7 @@ func TestSMTPSecurity(t *testing.T) {
 		srv := smtptest.Start(t, smtptest.WithSTARTTLS())
 		srv.RequireAuth("lull", "s3cret")
 		u := withUser(srv.URL(), "lull", "s3cret") + "?insecure_skip_verify=true"
-		if err := newSMTP(t, mailer.SMTPConfig{URL: u}).Send(ctx, message("x")); err != nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: u}).Send(ctx, message("x")); err != nil {
 			t.Fatalf("send with the right password: %v", err)
 		}
 		got := srv.WaitFor(t, 1, wait)[0]
@@ -445,15 +445,15 @@ func TestSMTPSecurity(t *testing.T) {
 			t.Fatalf("message arrived with TLS=%v as %q, want over TLS as lull", got.TLS, got.User)
 		}
 		wrong := withUser(srv.URL(), "lull", "wrong") + "?insecure_skip_verify=true"
-		err := newSMTP(t, mailer.SMTPConfig{URL: wrong}).Send(ctx, message("x"))
-		var se *mailer.SendError
+		err := newSMTP(t, mail.SMTPConfig{URL: wrong}).Send(ctx, message("x"))
+		var se *mail.SendError
 		if !errors.As(err, &se) || se.Code != 535 || !se.Temporary {
 			t.Fatalf("wrong password gave %#v, want a temporary SendError with code 535", err)
 		}
 		if strings.Contains(err.Error(), "wrong") {
 			t.Errorf("error %q repeats the password", err)
 		}
-		if err := newSMTP(t, mailer.SMTPConfig{URL: srv.URL() + "?insecure_skip_verify=true"}).Send(ctx, message("x")); err == nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: srv.URL() + "?insecure_skip_verify=true"}).Send(ctx, message("x")); err == nil {
 			t.Fatal("a server demanding AUTH accepted mail without it")
 		}
 		if n := len(srv.Messages()); n != 1 {
@@ -466,10 +466,10 @@ func TestSMTPSecurity(t *testing.T) {
 		srv := smtptest.Start(t)
 		srv.RequireAuth("lull", "s3cret")
 		u := withUser(srv.URL(), "lull", "s3cret")
-		if err := newSMTP(t, mailer.SMTPConfig{URL: u}).Send(ctx, message("x")); err == nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: u}).Send(ctx, message("x")); err == nil {
 			t.Fatal("a password went out without TLS and without insecure_auth")
 		}
-		if err := newSMTP(t, mailer.SMTPConfig{URL: u + "?insecure_auth=true"}).Send(ctx, message("x")); err != nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: u + "?insecure_auth=true"}).Send(ctx, message("x")); err != nil {
 			t.Fatalf("insecure_auth=true: %v", err)
 		}
 		if got := srv.WaitFor(t, 1, wait)[0]; got.TLS || got.User != "lull" {
@@ -480,14 +480,14 @@ func TestSMTPSecurity(t *testing.T) {
 	t.Run("RequiredSTARTTLS", func(t *testing.T) {
 		t.Parallel()
 		plain := smtptest.Start(t)
-		if err := newSMTP(t, mailer.SMTPConfig{URL: plain.URL() + "?starttls=required"}).Send(ctx, message("x")); err == nil || !mailer.IsTemporary(err) {
+		if err := newSMTP(t, mail.SMTPConfig{URL: plain.URL() + "?starttls=required"}).Send(ctx, message("x")); err == nil || !mail.IsTemporary(err) {
 			t.Fatalf("starttls=required against a server without STARTTLS gave %v, want a temporary error", err)
 		}
 		if n := len(plain.Messages()); n != 0 {
 			t.Fatalf("starttls=required sent %d messages in plain text", n)
 		}
 		tlsSrv := smtptest.Start(t, smtptest.WithSTARTTLS())
-		if err := newSMTP(t, mailer.SMTPConfig{URL: tlsSrv.URL() + "?starttls=required&insecure_skip_verify=true"}).Send(ctx, message("x")); err != nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: tlsSrv.URL() + "?starttls=required&insecure_skip_verify=true"}).Send(ctx, message("x")); err != nil {
 			t.Fatal(err)
 		}
 		if got := tlsSrv.WaitFor(t, 1, wait)[0]; !got.TLS {
@@ -500,13 +500,13 @@ func TestSMTPSecurity(t *testing.T) {
 		srv := smtptest.Start(t, smtptest.WithSTARTTLS())
 		// The certificate is self-signed: without insecure_skip_verify the
 		// upgrade fails, and the message must not go out in plain text.
-		if err := newSMTP(t, mailer.SMTPConfig{URL: srv.URL()}).Send(ctx, message("x")); err == nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: srv.URL()}).Send(ctx, message("x")); err == nil {
 			t.Fatal("an unverifiable certificate was accepted")
 		}
 		if n := len(srv.Messages()); n != 0 {
 			t.Fatalf("%d messages went out after a failed TLS upgrade", n)
 		}
-		if err := newSMTP(t, mailer.SMTPConfig{URL: srv.URL() + "?insecure_skip_verify=true"}).Send(ctx, message("x")); err != nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: srv.URL() + "?insecure_skip_verify=true"}).Send(ctx, message("x")); err != nil {
 			t.Fatal(err)
 		}
 		if got := srv.WaitFor(t, 1, wait)[0]; !got.TLS {
@@ -522,7 +522,7 @@ func TestSMTPSecurity(t *testing.T) {
 			t.Fatalf("URL = %q", srv.URL())
 		}
 		u := withUser(srv.URL(), "lull", "s3cret") + "?insecure_skip_verify=true"
-		if err := newSMTP(t, mailer.SMTPConfig{URL: u}).Send(ctx, message("x")); err != nil {
+		if err := newSMTP(t, mail.SMTPConfig{URL: u}).Send(ctx, message("x")); err != nil {
 			t.Fatal(err)
 		}
 		if got := srv.WaitFor(t, 1, wait)[0]; !got.TLS || got.User != "lull" {
@@ -534,10 +534,10 @@ func TestSMTPSecurity(t *testing.T) {
 func TestNewSMTPRejectsBadURLs(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{
-		"", "mail.example:25", "http://mail.example", "smtp://", "smtp://user:hunter2@mail.example:port",
-		"smtp://mail.example?starttls=maybe", "smtps://mail.example?starttls=required", "smtp://mail.example?tls=on",
+		"", "netmail.example:25", "http://netmail.example", "smtp://", "smtp://user:hunter2@netmail.example:port",
+		"smtp://netmail.example?starttls=maybe", "smtps://netmail.example?starttls=required", "smtp://netmail.example?tls=on",
 	} {
-		_, err := mailer.NewSMTP(mailer.SMTPConfig{URL: u}, nil)
+		_, err := mail.NewSMTP(mail.SMTPConfig{URL: u}, nil)
 		if err == nil || !strings.Contains(err.Error(), "LULL_SMTP_URL") {
 			t.Errorf("%q: got %v, want an error naming LULL_SMTP_URL", u, err)
 		}

@@ -1,10 +1,9 @@
-package jobs
+package mail
 
 import (
 	"context"
 
 	"github.com/lull-dev/lull/db"
-	"github.com/lull-dev/lull/jobs/mailer"
 	"github.com/lull-dev/lull/mailtemplates"
 )
 
@@ -23,6 +22,6 @@ func (o *Outbox) Send(ctx context.Context, m *mailtemplates.Message) error {
 	}
 	return db.InsertOutbox(ctx, o.DB.Pool, &db.OutboxMessage{
 		MessageID: m.MessageID, BatchID: batchID, From: m.From, To: m.To, Subject: m.Subject,
-		Headers: mailer.Headers(m), Text: m.Text, HTML: m.HTML,
+		Headers: Headers(m), Text: m.Text, HTML: m.HTML,
 	})
 }

@@ -1,13 +1,13 @@
-package mailer_test
+package mail_test
 
 import (
 	"errors"
-	"net/mail"
+	netmail "net/mail"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lull-dev/lull/jobs/mailer"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 )
 
@@ -18,7 +18,7 @@ func TestHeaders(t *testing.T) {
 		t.Parallel()
 		m := message("Fatima 🎉 shared «Q3 plan»")
 		m.ToName = "Zoë Stone"
-		h := mailer.Headers(m)
+		h := mail.Headers(m)
 		want := map[string]string{
 			"Subject":               "Fatima 🎉 shared «Q3 plan»",
 			"Message-ID":            "<batch-42@example.com>",
@@ -32,10 +32,10 @@ func TestHeaders(t *testing.T) {
 				t.Errorf("%s = %q, want %q", k, h[k], v)
 			}
 		}
-		if from, err := mail.ParseAddress(h["From"]); err != nil || from.Address != "lull@example.com" {
+		if from, err := netmail.ParseAddress(h["From"]); err != nil || from.Address != "lull@example.com" {
 			t.Errorf("From = %q (%v)", h["From"], err)
 		}
-		if to, err := mail.ParseAddress(h["To"]); err != nil || to.Name != "Zoë Stone" || to.Address != "bob@example.com" {
+		if to, err := netmail.ParseAddress(h["To"]); err != nil || to.Name != "Zoë Stone" || to.Address != "bob@example.com" {
 			t.Errorf("To = %q (%v)", h["To"], err)
 		}
 		if !strings.HasPrefix(h["Content-Type"], "multipart/alternative;") || !strings.Contains(h["Content-Type"], "boundary=") {
@@ -52,7 +52,7 @@ func TestHeaders(t *testing.T) {
 		// the headers still help a mail client find the link.
 		m := message("x")
 		m.UnsubscribeURL = "http://localhost:8080/unsubscribe?token=abc"
-		h := mailer.Headers(m)
+		h := mail.Headers(m)
 		if h["List-Unsubscribe"] != "<http://localhost:8080/unsubscribe?token=abc>" || h["List-Unsubscribe-Post"] != "List-Unsubscribe=One-Click" {
 			t.Fatalf("List-Unsubscribe = %q, List-Unsubscribe-Post = %q", h["List-Unsubscribe"], h["List-Unsubscribe-Post"])
 		}
@@ -62,7 +62,7 @@ func TestHeaders(t *testing.T) {
 		t.Parallel()
 		m := message("x")
 		m.UnsubscribeURL = ""
-		h := mailer.Headers(m)
+		h := mail.Headers(m)
 		if _, ok := h["List-Unsubscribe"]; ok {
 			t.Fatalf("List-Unsubscribe = %q without a URL", h["List-Unsubscribe"])
 		}
@@ -72,7 +72,7 @@ func TestHeaders(t *testing.T) {
 		t.Parallel()
 		m := message("Hello\r\nBcc: x@y")
 		m.From = "not an address"
-		h := mailer.Headers(m)
+		h := mail.Headers(m)
 		if h["From"] != "not an address" || h["Subject"] != "Hello Bcc: x@y" || h["Message-ID"] != "<batch-42@example.com>" {
 			t.Fatalf("headers = %v", h)
 		}
@@ -87,7 +87,7 @@ func TestBuild(t *testing.T) {
 		for _, id := range []string{"batch-42@example.com", "<batch-42@example.com>"} {
 			m := message("x")
 			m.MessageID = id
-			msg, err := mailer.Build(m)
+			msg, err := mail.Build(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestBuild(t *testing.T) {
 		} {
 			m := message("x")
 			change(m)
-			if _, err := mailer.Build(m); !errors.Is(err, mailer.ErrBadMessage) {
+			if _, err := mail.Build(m); !errors.Is(err, mail.ErrBadMessage) {
 				t.Errorf("%s: Build gave %v, want ErrBadMessage", name, err)
 			}
 		}
@@ -123,7 +123,7 @@ func TestBuild(t *testing.T) {
 		t.Parallel()
 		m := message("x")
 		m.From = "Acme Notifications <notify@acme.example>"
-		msg, err := mailer.Build(m)
+		msg, err := mail.Build(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,8 +137,8 @@ func TestBuild(t *testing.T) {
 		t.Parallel()
 		m := message("x")
 		m.Date = time.Time{}
-		h := mailer.Headers(m)
-		d, err := mail.ParseDate(h["Date"])
+		h := mail.Headers(m)
+		d, err := netmail.ParseDate(h["Date"])
 		if err != nil || time.Since(d) > time.Minute {
 			t.Fatalf("Date = %q (%v), want about now", h["Date"], err)
 		}
