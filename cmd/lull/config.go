@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/lull-dev/lull/preferences/batching"
 )
 
 // Config is lull's whole configuration. Every field comes from an
@@ -36,6 +38,8 @@ type Config struct {
 	// and River rescues it after RescueAfter.
 	JobTimeout  time.Duration
 	RescueAfter time.Duration
+	// MaxData is the largest data of one event, in bytes of compact JSON.
+	MaxData int
 }
 
 // configVar binds one variable: its name, default, and what it means.
@@ -73,6 +77,7 @@ func (c *Config) vars() []configVar {
 		{"LULL_WORKERS", "50", "jobs worked at once by this process", func(s string) (err error) { c.Workers, err = strconv.Atoi(s); return err }},
 		{"LULL_JOB_TIMEOUT", "1m", "how long one flush may take before it counts as stuck", dur(&c.JobTimeout)},
 		{"LULL_RESCUE_AFTER", "2m", "when a stuck flush (a crashed process's) is retried", dur(&c.RescueAfter)},
+		{"LULL_MAX_DATA", strconv.Itoa(batching.DefaultMaxData), "largest data of one event, in bytes of compact JSON; larger events are refused", func(s string) (err error) { c.MaxData, err = strconv.Atoi(s); return err }},
 	}
 }
 
@@ -103,6 +108,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	}
 	if c.SMTPConns < 1 {
 		return nil, fmt.Errorf("LULL_SMTP_CONNECTIONS must be at least 1")
+	}
+	if c.MaxData < 2 {
+		return nil, fmt.Errorf("LULL_MAX_DATA must be at least 2 bytes (the size of {})")
 	}
 	if c.Retention < 24*time.Hour {
 		return nil, fmt.Errorf("LULL_RETENTION must be at least 24h (partitions are whole days)")
