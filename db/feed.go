@@ -15,7 +15,10 @@ type FeedItem struct {
 
 // Feed returns a recipient's notifications newest first, keyset-paged by
 // id; with unreadOnly, only those not read yet. Retracted ones never show.
-func Feed(ctx context.Context, q Querier, recipientID string, before int64, limit int, unreadOnly bool) ([]FeedItem, error) {
+// It stops before the item that would bring the actor, object and data it
+// has read past maxBytes, and then reports cut; the first item is always
+// read.
+func Feed(ctx context.Context, q Querier, recipientID string, before int64, limit int, unreadOnly bool, maxBytes int) (items []FeedItem, cut bool, err error) {
 	rows, err := q.Query(ctx, `
 		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.read_at, n.seen_at, e.batch_key
 		FROM notifications n
@@ -24,18 +27,22 @@ func Feed(ctx context.Context, q Querier, recipientID string, before int64, limi
 		  AND ($2 = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
 		ORDER BY n.id DESC LIMIT $3`, recipientID, before, limit, unreadOnly)
 	if err != nil {
-		return nil, fmt.Errorf("feed: %w", err)
+		return nil, false, fmt.Errorf("feed: %w", err)
 	}
 	defer rows.Close()
-	var out []FeedItem
+	size := 0
 	for rows.Next() {
 		var f FeedItem
 		if err := rows.Scan(&f.NotificationID, &f.EventID, &f.TypeKey, &f.Actor, &f.Object, &f.Data, &f.OccurredAt, &f.ReadAt, &f.SeenAt, &f.BatchKey); err != nil {
-			return nil, fmt.Errorf("feed: %w", err)
+			return nil, false, fmt.Errorf("feed: %w", err)
 		}
-		out = append(out, f)
+		size += len(f.Actor) + len(f.Object) + len(f.Data)
+		if len(items) > 0 && size > maxBytes {
+			return items, true, nil
+		}
+		items = append(items, f)
 	}
-	return out, rows.Err()
+	return items, false, rows.Err()
 }
 
 // FeedCounts are the numbers behind a notification bell.

@@ -269,7 +269,7 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 	gv := groupView{total: total, Items: make([]itemView, len(items))}
 	for i := range items {
 		it := &items[i]
-		s := clip(itemText.expand(fields{item: it, loc: loc, count: 1}), maxLine)
+		s := itemText.expand(fields{item: it, loc: loc, count: 1}, maxLine)
 		if s == "" {
 			s = oneLine(name) // an event without the fields its text names
 		}
@@ -280,7 +280,7 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 	if len(names) == 0 && count == 0 {
 		names, count = actorsOf(items)
 	}
-	gv.Heading = clip(groupText.expand(fields{item: newest(items, g.Type.ItemOrder), loc: loc, count: total, actors: Actors(names, count)}), maxHeading)
+	gv.Heading = groupText.expand(fields{item: newest(items, g.Type.ItemOrder), loc: loc, count: total, actors: Actors(names, count)}, maxHeading)
 	if gv.Heading == "" {
 		gv.Heading = oneLine(name) + ": " + groupDigits(total)
 	}
@@ -502,19 +502,27 @@ func isBidiControl(r rune) bool {
 }
 
 // clip cuts s to at most n characters, at a word boundary when one is
-// near, ending in "…". It counts runes, so it never splits a character.
+// near, ending in "…". It counts runes, so it never splits a character,
+// and reads no further than character n+1, so clipping a long value costs
+// no more than clipping a short one.
 func clip(s string, n int) string {
-	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+	if len(s) <= n {
 		return s
 	}
 	// Keep n-1 characters and leave room for the ellipsis.
-	end, kept := len(s), 0
+	end, kept, longer := 0, 0, false
 	for i := range s {
 		if kept == n-1 {
 			end = i
+		}
+		if kept == n {
+			longer = true
 			break
 		}
 		kept++
+	}
+	if !longer {
+		return s
 	}
 	head := s[:end]
 	if sp := strings.LastIndexByte(head, ' '); sp > 0 && utf8.RuneCountInString(head[sp:]) <= 20 {

@@ -513,7 +513,7 @@ func TestItemFields(t *testing.T) {
 			t.Errorf("%q: %v", src, err)
 			continue
 		}
-		if got := tx.expand(fields{item: &it, loc: berlin, count: 1}); got != want {
+		if got := tx.expand(fields{item: &it, loc: berlin, count: 1}, maxLine); got != want {
 			t.Errorf("%q expands to %q, want %q", src, got, want)
 		}
 	}

@@ -246,22 +246,36 @@ type fields struct {
 	actors string
 }
 
+// maxValue caps one placeholder's value before it goes into a text: a
+// long excerpt reads as its first 300 characters and an ellipsis, and
+// leaves room on the line for what follows it.
+const maxValue = 300
+
 // expand writes the form for f.count, with every value folded onto one
-// line so that no event can add line breaks to a heading or a subject.
-func (t *text) expand(f fields) string {
+// line so that no event can add line breaks to a heading or a subject, and
+// cut to at most limit characters. Each value is cut to maxValue (or
+// limit, if less) before it goes in, and expansion stops once it holds
+// the bytes of limit characters, so its work and memory are bounded
+// whatever the event holds: an email of 100 × {{data.x}} with a 64 KiB
+// value takes 50 KB to render, not 32 MB (BenchmarkRenderHugeData).
+func (t *text) expand(f fields, limit int) string {
 	segs := t.many
 	if f.count == 1 {
 		segs = t.one
 	}
+	valueLimit := min(maxValue, limit)
 	var b strings.Builder
 	for _, s := range segs {
+		if b.Len() > limit*utf8.UTFMax {
+			break
+		}
 		if s.field == fieldNone {
 			b.WriteString(s.lit)
 			continue
 		}
-		b.WriteString(f.value(s))
+		b.WriteString(clip(f.value(s), valueLimit))
 	}
-	return oneLine(b.String())
+	return clip(oneLine(b.String()), limit)
 }
 
 func (f fields) value(s segment) string {

@@ -115,7 +115,7 @@ func TestAbsentFieldsRenderEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tx.expand(fields{item: &Item{}, loc: time.UTC, count: 1}); got != "[][][][]" {
+	if got := tx.expand(fields{item: &Item{}, loc: time.UTC, count: 1}, maxLine); got != "[][][][]" {
 		t.Errorf("an event without the fields expands to %q", got)
 	}
 }

@@ -38,7 +38,9 @@ type FeedEntry struct {
 
 // getFeed returns a page of the recipient's feed, newest first. A page
 // holds up to limit notifications, grouped where neighbours share a type
-// and batch key; a group may continue on the next page.
+// and batch key; a group may continue on the next page. A page also ends
+// early, with a next cursor, once its notifications carry feedPageBytes
+// of actor, object and data.
 func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	rec, err := db.GetRecipient(ctx, s.DB.Bun, r.PathValue("id"))
@@ -55,12 +57,12 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	before, _ := strconv.ParseInt(q.Get("cursor"), 10, 64)
-	items, err := db.Feed(ctx, s.DB.Pool, rec.ID, before, limit+groupSlack, q.Get("unread") == "true")
+	items, cut, err := db.Feed(ctx, s.DB.Pool, rec.ID, before, limit+groupSlack, q.Get("unread") == "true", feedPageBytes)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	more := len(items) == limit+groupSlack
+	more := cut || len(items) == limit+groupSlack
 	if end := pageEnd(items, limit); end < len(items) {
 		items, more = items[:end], true
 	}
@@ -80,6 +82,13 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// feedPageBytes bounds the event content (actor, object and data, as
+// stored) of one feed page, and so the page's size and the memory it
+// takes: 300 notifications whose events carry 64 KiB of data each would
+// otherwise make a 20 MB answer. A page always holds at least one
+// notification.
+const feedPageBytes = 1 << 20
 
 // groupSlack is how many notifications past the limit a feed page may
 // take to finish the group the limit falls in, so that a group ("Alice and

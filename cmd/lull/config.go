@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lull-dev/lull/preferences/batching"
 )
 
 // Config is lull's whole configuration. Every field comes from an
@@ -42,6 +44,8 @@ type Config struct {
 	RescueAfter time.Duration
 	LogLevel    slog.Level
 	LogFormat   string
+	// MaxData is the largest data of one event, in bytes of compact JSON.
+	MaxData int
 }
 
 // configVar binds one variable: its name, default, and what it means.
@@ -131,6 +135,7 @@ func newLogger(c *Config, w io.Writer) (app, river *slog.Logger) {
 	riverLevel := max(c.LogLevel, slog.LevelWarn)
 	if c.LogLevel <= slog.LevelDebug {
 		riverLevel = c.LogLevel
+		{"LULL_MAX_DATA", strconv.Itoa(batching.DefaultMaxData), "largest data of one event, in bytes of compact JSON; larger events are refused", func(s string) (err error) { c.MaxData, err = strconv.Atoi(s); return err }},
 	}
 	return slog.New(handler(c.LogLevel)), slog.New(handler(riverLevel))
 }
@@ -162,6 +167,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	}
 	if c.SMTPConns < 1 {
 		return nil, fmt.Errorf("LULL_SMTP_CONNECTIONS must be at least 1")
+	}
+	if c.MaxData < 2 {
+		return nil, fmt.Errorf("LULL_MAX_DATA must be at least 2 bytes (the size of {})")
 	}
 	if c.Retention < 24*time.Hour {
 		return nil, fmt.Errorf("LULL_RETENTION must be at least 24h (partitions are whole days)")

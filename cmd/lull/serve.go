@@ -191,7 +191,7 @@ func (a *app) build(ctx context.Context) error {
 		return fmt.Errorf("jobs: %w", err)
 	}
 	a.river = client
-	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics}
+	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics, MaxData: cfg.MaxData}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
 		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}}
 	return nil

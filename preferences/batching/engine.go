@@ -41,6 +41,9 @@ type Engine struct {
 	Logger    *slog.Logger
 	// Metrics counts ingested events; nil counts nothing.
 	Metrics Metrics
+	// MaxData is the largest data of one event, in bytes of compact
+	// JSON (LULL_MAX_DATA); 0 means DefaultMaxData.
+	MaxData int
 	// Now is the clock; tests walk it forward instead of sleeping.
 	Now func() time.Time
 

@@ -65,7 +65,7 @@ func FuzzEvent(f *testing.F) {
 			}
 			return
 		}
-		if err := ev.Check(now); err != nil {
+		if err := ev.Check(now, DefaultMaxData); err != nil {
 			var v *ValidationError
 			if !errors.As(err, &v) || len(v.Errors) == 0 {
 				t.Fatalf("Check returned %T %v, want a *ValidationError with fields", err, err)
@@ -82,7 +82,7 @@ func FuzzEvent(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted event re-encoded as %s does not decode: %v", again, err)
 		}
-		if err := ev2.Check(now); err != nil {
+		if err := ev2.Check(now, DefaultMaxData); err != nil {
 			t.Fatalf("an accepted event re-encoded as %s is refused: %v", again, err)
 		}
 		if ev2.Type != ev.Type || ev2.Key != ev.Key || ev2.BatchKey != ev.BatchKey || !ev2.OccurredAt.Equal(*ev.OccurredAt) ||

@@ -32,6 +32,9 @@ type Event struct {
 	BatchKey   string         `json:"batch_key,omitempty"`
 	Data       map[string]any `json:"data,omitempty"`
 	OccurredAt *time.Time     `json:"occurred_at,omitempty"`
+
+	// encodedData is Data as stored, encoded once by Check.
+	encodedData []byte
 }
 
 // Actor is who did it.
@@ -333,7 +336,7 @@ func (in *ingestion) store(ctx context.Context) error {
 		stored := &db.Event{APIKeyID: m.apiKeyID, Key: ev.Key, TypeKey: m.typ.Key, BatchKey: ev.BatchKey, OccurredAt: *ev.OccurredAt, Recipients: len(m.ids)}
 		stored.Actor, _ = json.Marshal(ev.Actor)
 		stored.Object, _ = json.Marshal(ev.Object)
-		stored.Data, _ = json.Marshal(ev.Data)
+		stored.Data = ev.encodedData
 		events[i] = stored
 	}
 	if err := db.UpsertRecipients(ctx, in.tx, inline); err != nil {
@@ -640,7 +643,7 @@ func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, poli
 
 // validate checks an event before anything is stored and loads its type.
 func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
-	if err := ev.Check(e.now()); err != nil {
+	if err := ev.Check(e.now(), e.MaxData); err != nil {
 		return nil, err
 	}
 	typ, err := db.GetType(ctx, e.DB.Pool, ev.Type)
@@ -656,22 +659,17 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 }
 
 // Check applies every rule that needs no stored data, and returns a
-// *ValidationError listing each failing field. It also normalises ev:
-// a recipient named twice is kept once (an object wins over a bare id,
-// since it carries the details), and a missing occurred_at becomes now.
-// It is separate from the type lookup so it can be fuzzed without a
-// database.
-func (ev *Event) Check(now time.Time) error {
+// *ValidationError listing each failing field; data may have at most
+// maxData bytes (see checkSizes). It also normalises ev: a recipient
+// named twice is kept once (an object wins over a bare id, since it
+// carries the details), and a missing occurred_at becomes now. It is
+// separate from the type lookup so it can be fuzzed without a database.
+func (ev *Event) Check(now time.Time, maxData int) error {
 	v := &ValidationError{}
 	if ev.Type == "" {
 		v.Add("type", "is required")
 	}
-	if len(ev.Key) > 255 {
-		v.Add("key", "is longer than 255 characters")
-	}
-	if len(ev.BatchKey) > 255 {
-		v.Add("batch_key", "is longer than 255 characters")
-	}
+	ev.checkSizes(v, maxData)
 	switch n := len(ev.Recipients); {
 	case n == 0:
 		v.Add("recipients", "needs at least one recipient")
@@ -714,12 +712,17 @@ func validateRecipientRef(v *ValidationError, i int, r RecipientRef, zones map[s
 	if !r.Inline {
 		return
 	}
+	if len(r.Name) > maxRecipientName {
+		v.Add(field("name"), fmt.Sprintf("is longer than %d bytes", maxRecipientName))
+	}
 	if r.Email != "" {
 		if msg := CheckEmail(r.Email); msg != "" {
 			v.Add(field("email"), msg)
 		}
 	}
-	if r.Timezone != "" {
+	if len(r.Timezone) > maxZoneName {
+		v.Add(field("timezone"), fmt.Sprintf("is longer than %d bytes", maxZoneName))
+	} else if r.Timezone != "" {
 		ok, known := zones[r.Timezone]
 		if !known {
 			_, err := time.LoadLocation(r.Timezone)
