@@ -54,11 +54,16 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // login checks an operator's password. Attempts are throttled per client
-// address, and a failed login says nothing about which part was wrong.
+// address and per account (the email as Authenticate reads it), so that
+// many addresses cannot try one account's password at the rate of all
+// of them together; an attempt refused for its address does not count
+// against the account. A failed login says nothing about which part was
+// wrong, and a throttled one not which limit it met.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := views.LoginView{Page: s.page("Log in"), Email: email}
-	if !s.loginLimiter.allow(clientIP(r), s.now()) {
+	now := s.now()
+	if !s.loginLimiter.allow(clientIP(r), now) || !s.accountLimiter.allow(strings.ToLower(email), now) {
 		v.Error = "Too many attempts. Wait a minute and try again."
 		s.render(w, r, http.StatusTooManyRequests, views.Login(v))
 		return
