@@ -19,13 +19,14 @@ const operatorSessionTTL = 12 * time.Hour
 // requireOperator lets only a logged-in operator through. Pages redirect
 // to the login form; actions are refused. The session cookie carries a
 // token that must match a live row of operator_sessions, so a session
-// ended by logout or a new password is over even for a copied cookie.
+// ended by logout or a new password is over even for a copied cookie; a
+// cookie that does not decode is cleared (see sessionValue).
 func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sess, err := s.sessions.Get(r, operatorSession)
-		token, _ := sess.Values["sid"].(string)
+		token := s.sessionValue(w, r, operatorSession, "sid")
 		var op db.Operator
-		if err == nil && token != "" {
+		var err error
+		if token != "" {
 			op, err = s.DB.OperatorBySession(r.Context(), token)
 		}
 		if err != nil && !errors.Is(err, db.ErrNotFound) {

@@ -37,6 +37,22 @@ func newSessionStore(secret []byte, baseURL string) *sessions.CookieStore {
 	return store
 }
 
+// sessionValue returns the string stored under key in the named session
+// cookie, or "". A cookie that does not decode (signed with a secret
+// since changed, cut short, or never lull's) is no session: it is
+// cleared, so the browser stops sending it, and the request goes on as
+// one without a session.
+func (s *Server) sessionValue(w http.ResponseWriter, r *http.Request, name, key string) string {
+	sess, err := s.sessions.Get(r, name)
+	if err != nil {
+		sess.Options.MaxAge = -1
+		sess.Save(r, w)
+		return ""
+	}
+	v, _ := sess.Values[key].(string)
+	return v
+}
+
 // clientIP is the request's remote address without the port.
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
