@@ -47,12 +47,40 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	// Time zone math happens in Go; the session speaks UTC so that dates the
 	// database computes (partition days) do not depend on the server's zone.
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	// bun writes values into its SQL itself, quoting strings as the SQL
+	// standard does (a quote doubled, a backslash as it is). With
+	// standard_conforming_strings off, as a database or role may set it,
+	// PostgreSQL reads a backslash as an escape, and an id such as
+	// `x\' OR true) --` ends its string early. So every connection asks for
+	// it on, and one that does not have it (a pooler that drops the
+	// request) is refused, when it is made and each time it is taken from
+	// the pool: no query runs on it. River shares this pool.
+	cfg.ConnConfig.RuntimeParams["standard_conforming_strings"] = "on"
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error { return standardStrings(c) }
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
+		err := standardStrings(c)
+		return err == nil, err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
 	return &DB{Pool: pool, Bun: bun.NewDB(sqldb, pgdialect.New())}, nil
+}
+
+// ErrNonStandardStrings is returned for a connection on which
+// standard_conforming_strings is not on.
+var ErrNonStandardStrings = errors.New("standard_conforming_strings is not on")
+
+// standardStrings checks the setting as the server last reported it
+// (it reports every change), so the check costs no round trip.
+func standardStrings(c *pgx.Conn) error {
+	if v := c.PgConn().ParameterStatus("standard_conforming_strings"); v != "on" {
+		return fmt.Errorf("%w on this connection (the server says %q): lull asks for it on every connection; "+
+			"a connection pooler in between may drop the request", ErrNonStandardStrings, v)
+	}
+	return nil
 }
 
 // Close closes bun's handle and the pool.

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -217,5 +218,32 @@ func TestPruneKeepsBatchesOfKeptDays(t *testing.T) {
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil || len(ids) != 1 || ids[0] != 2 {
 		t.Fatalf("batches left %v (%v), want batch 2, finished after the kept day 2020-01-05 began", ids, err)
+	}
+}
+
+// TestConnectionsWithoutStandardStringsAreRefused turns
+// standard_conforming_strings off on the pool's one connection, as a
+// pooler that drops lull's request for it would leave it: the next query
+// fails naming the setting instead of running, and the one after runs on
+// a fresh connection that has it on.
+func TestConnectionsWithoutStandardStringsAreRefused(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	c, err := d.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exec(ctx, "SET standard_conforming_strings = off")
+	c.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := d.Pool.QueryRow(ctx, "SHOW standard_conforming_strings").Scan(&v); !errors.Is(err, db.ErrNonStandardStrings) {
+		t.Fatalf("query on a connection with the setting off: %q, %v; want ErrNonStandardStrings", v, err)
+	}
+	if err := d.Pool.QueryRow(ctx, "SHOW standard_conforming_strings").Scan(&v); err != nil || v != "on" {
+		t.Fatalf("next query: standard_conforming_strings %q, %v; want on", v, err)
 	}
 }

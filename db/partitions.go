@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // dayPartitions is the FROM clause of a query over the day partitions (c)
@@ -47,12 +49,14 @@ func MaintainPartitions(ctx context.Context, q Querier, cutoff time.Time) ([]str
 		return nil, err
 	}
 	var dropped []string
+	// The names come from pg_class; pgx.Identifier quotes them as SQL
+	// identifiers, which no server setting reads differently.
 	for _, n := range names {
 		if pinned[n[len(n)-8:]] {
 			continue
 		}
 		dropped = append(dropped, n)
-		if _, err := q.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS %q`, n)); err != nil {
+		if _, err := q.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{n}.Sanitize()); err != nil {
 			return nil, fmt.Errorf("drop %s: %w", n, err)
 		}
 	}
@@ -74,7 +78,7 @@ func pinnedDays(ctx context.Context, q Querier, names []string) (map[string]bool
 			SELECT EXISTS (
 			    SELECT 1 FROM batches b
 			    WHERE b.state IN ('open', 'flushing')
-			      AND EXISTS (SELECT 1 FROM %q n WHERE n.batch_id = b.id))`, n)).Scan(&held)
+			      AND EXISTS (SELECT 1 FROM %s n WHERE n.batch_id = b.id))`, pgx.Identifier{n}.Sanitize())).Scan(&held)
 		if err != nil {
 			return nil, fmt.Errorf("check %s for unsent notifications: %w", n, err)
 		}

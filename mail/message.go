@@ -2,6 +2,7 @@ package mail
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"mime"
@@ -28,9 +29,12 @@ var ErrBadMessage = errors.New("bad message")
 // RFC 8058 one-click unsubscribe headers.
 //
 // Subject and names come, in part, from events posted by the host app, so
-// every line break and control character in them is replaced by a space
-// before go-mail sees them: nothing taken from an event can start a
-// header of its own ("\r\nBcc: ..."). The Message-ID is used exactly as
+// they pass through headerText before go-mail sees them: nothing taken
+// from an event can start a header of its own ("\r\nBcc: ..."), reverse
+// the text around it, or smuggle in an RFC 2047 encoded word that a mail
+// client would decode into such characters. A From name is decoded by
+// mail.ParseAddress first, so an encoded word in LULL_MAIL_FROM is
+// checked as what it decodes to. The Message-ID is used exactly as
 // given, wrapped in angle brackets once, because a retry must carry the
 // same one; a Message-ID that would need changing is refused instead.
 func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
@@ -39,16 +43,15 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: From %q: %v", ErrBadMessage, m.From, err)
 	}
+	from.Name = headerText(from.Name)
 	msg.SetAddrHeaderFromMailAddress(gomail.HeaderFrom, from)
 	to, err := mail.ParseAddress(oneLine(m.To))
 	if err != nil {
 		return nil, fmt.Errorf("%w: To %q: %v", ErrBadMessage, m.To, err)
 	}
-	if name := oneLine(m.ToName); name != "" {
-		to.Name = name
-	}
+	to.Name = headerText(cmp.Or(m.ToName, to.Name))
 	msg.SetAddrHeaderFromMailAddress(gomail.HeaderTo, to)
-	msg.Subject(oneLine(m.Subject))
+	msg.Subject(headerText(m.Subject))
 	id, err := messageID(m.MessageID)
 	if err != nil {
 		return nil, err
@@ -145,14 +148,29 @@ func rawHeaders(m *mailtemplates.Message) map[string]string {
 	return h
 }
 
+// headerText is s as a Subject or display name may carry it: one line
+// (see oneLine), without bidirectional controls, and with every "=?"
+// written "= ?". go-mail sends ASCII text as it is, and mail clients
+// decode an "=?charset?q?...?=" in it (even inside a quoted name, though
+// RFC 2047 says not to) into whatever bytes it encodes: a right-to-left
+// override, a control character. With the space it is no encoded word,
+// and what the client shows is what lull meant.
+func headerText(s string) string {
+	return strings.ReplaceAll(oneLine(s), "=?", "= ?")
+}
+
 // oneLine replaces every run of line breaks and other control characters
 // (including Unicode's line and paragraph separators, which some clients
-// also break on) with one space, and trims the ends.
+// also break on) with one space, drops the bidirectional embedding,
+// override and isolate controls, and trims the ends.
 func oneLine(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	gap := false
 	for _, r := range s {
+		if isBidiControl(r) {
+			continue
+		}
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			gap = true
 			continue
@@ -164,6 +182,12 @@ func oneLine(s string) string {
 		b.WriteRune(r)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// isBidiControl reports whether r is one of U+202A–U+202E or
+// U+2066–U+2069, which reorder the text around them.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // messageID checks id and returns it without angle brackets. It must look

@@ -1,11 +1,16 @@
 package mail_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"mime"
 	netmail "net/mail"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
@@ -143,4 +148,93 @@ func TestBuild(t *testing.T) {
 			t.Fatalf("Date = %q (%v), want about now", h["Date"], err)
 		}
 	})
+}
+
+// TestEncodedWordsStayLiteral renders and builds real emails whose actor,
+// object, recipient and sender names hold RFC 2047 encoded words of
+// bidirectional controls and control characters, then reads the bytes
+// back as a mail client would: neither the decoded Subject nor a decoded
+// display name may hold such a character. The raw To and From are also
+// decoded word by word, as lenient clients do even inside quotes.
+func TestEncodedWordsStayLiteral(t *testing.T) {
+	t.Parallel()
+	hostile := []string{
+		"=?utf-8?q?=E2=80=AE?=",
+		"=?UTF-8?Q?=E2=81=A6evil=E2=81=A9?=",
+		"=?utf-8?b?4oCu?=",
+		"=?utf-8?q?=07=1B=0D=0ABcc=3A_x=40y?=",
+		"Zoë =?utf-8?q?=E2=80=AB?= =?iso-8859-1?q?=85?=",
+	}
+	for _, word := range hostile {
+		in := mailtemplates.Input{
+			BatchID: 42, Mode: "immediate",
+			Recipient: mailtemplates.Recipient{ID: "u_bob", Name: "Bob " + word, Email: "bob@example.com"},
+			Groups: []mailtemplates.Group{{
+				Type:  mailtemplates.Type{Key: "app.shared", Name: "Shares", ItemText: "{{actor.name}} shared {{object.title}}", DisplayLimit: 10},
+				Total: 1, ActorCount: 1, ActorNames: []string{"Alice " + word},
+				Items: []mailtemplates.Item{{Actor: mailtemplates.Actor{ID: "u_alice", Name: "Alice " + word},
+					Object: mailtemplates.Object{Title: "Plan " + word}}},
+			}},
+			From: word + " <lull@example.com>", MessageID: "batch-42@example.com", Date: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+			SettingsURL: "https://lull.example/settings", UnsubscribeURL: "https://lull.example/unsubscribe?token=u",
+		}
+		m, err := mailtemplates.Render(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := mail.Build(m)
+		if err != nil {
+			t.Fatalf("%q: %v", word, err)
+		}
+		var buf bytes.Buffer
+		if _, err := msg.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := netmail.ReadMessage(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := mime.WordDecoder{CharsetReader: latin1Reader}
+		subject, err := dec.DecodeHeader(parsed.Header.Get("Subject"))
+		if err != nil {
+			t.Fatalf("%q: Subject %q: %v", word, parsed.Header.Get("Subject"), err)
+		}
+		if !strings.Contains(subject, "Alice") {
+			t.Errorf("%q: Subject %q lost the actor", word, subject)
+		}
+		decoded := map[string]string{"Subject": subject}
+		for _, h := range []string{"From", "To"} {
+			addrs, err := parsed.Header.AddressList(h)
+			if err != nil || len(addrs) != 1 {
+				t.Fatalf("%q: %s %q: %v", word, h, parsed.Header.Get(h), err)
+			}
+			decoded[h+" name"] = addrs[0].Name
+			decoded[h+" leniently"], _ = dec.DecodeHeader(parsed.Header.Get(h))
+		}
+		for what, v := range decoded {
+			if i := strings.IndexFunc(v, reordersOrControls); i >= 0 {
+				t.Errorf("%q: decoded %s %q holds %U", word, what, v, []rune(v[i:])[0])
+			}
+		}
+	}
+}
+
+// reordersOrControls reports a character no header may decode to: a
+// bidirectional embedding, override or isolate, or a control character.
+func reordersOrControls(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || unicode.IsControl(r)
+}
+
+// latin1Reader lets the decoder read ISO-8859-1 words, whose byte 0x85 is
+// the control character NEL.
+func latin1Reader(charset string, in io.Reader) (io.Reader, error) {
+	if !strings.EqualFold(charset, "iso-8859-1") {
+		return nil, fmt.Errorf("charset %s", charset)
+	}
+	b, err := io.ReadAll(in)
+	var s strings.Builder
+	for _, c := range b {
+		s.WriteRune(rune(c))
+	}
+	return strings.NewReader(s.String()), err
 }

@@ -19,13 +19,14 @@ const operatorSessionTTL = 12 * time.Hour
 // requireOperator lets only a logged-in operator through. Pages redirect
 // to the login form; actions are refused. The session cookie carries a
 // token that must match a live row of operator_sessions, so a session
-// ended by logout or a new password is over even for a copied cookie.
+// ended by logout or a new password is over even for a copied cookie; a
+// cookie that does not decode is cleared (see sessionValue).
 func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sess, err := s.sessions.Get(r, operatorSession)
-		token, _ := sess.Values["sid"].(string)
+		token := s.sessionValue(w, r, operatorSession, "sid")
 		var op db.Operator
-		if err == nil && token != "" {
+		var err error
+		if token != "" {
 			op, err = s.DB.OperatorBySession(r.Context(), token)
 		}
 		if err != nil && !errors.Is(err, db.ErrNotFound) {
@@ -54,11 +55,16 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // login checks an operator's password. Attempts are throttled per client
-// address, and a failed login says nothing about which part was wrong.
+// address and per account (the email as Authenticate reads it), so that
+// many addresses cannot try one account's password at the rate of all
+// of them together; an attempt refused for its address does not count
+// against the account. A failed login says nothing about which part was
+// wrong, and a throttled one not which limit it met.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := views.LoginView{Page: s.page("Log in"), Email: email}
-	if !s.loginLimiter.allow(clientIP(r), s.now()) {
+	now := s.now()
+	if !s.loginLimiter.allow(clientIP(r), now) || !s.accountLimiter.allow(strings.ToLower(email), now) {
 		v.Error = "Too many attempts. Wait a minute and try again."
 		s.render(w, r, http.StatusTooManyRequests, views.Login(v))
 		return

@@ -35,7 +35,12 @@ type apiBundle struct {
 // setupAPI serves the real router on a test database with one API key.
 func setupAPI(t *testing.T) *apiBundle {
 	t.Helper()
-	d := dbtest.New(t)
+	return serveAPI(t, dbtest.New(t))
+}
+
+// serveAPI is setupAPI on a database the test opened itself.
+func serveAPI(t *testing.T, d *db.DB) *apiBundle {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := d.AddAPIKey(context.Background(), "test", testKey); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 
-	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.apiAuth(h)) }
+	// Every handler that reads the request's values sits behind checkText
+	// (after authentication, which it must not change the answer of).
+	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.apiAuth(s.checkText(h))) }
 	api("POST /api/v1/events", s.createEvent)
 	api("DELETE /api/v1/events/{id}", s.retractEvent)
 	api("DELETE /api/v1/events", s.retractEventByKey)
@@ -36,16 +38,17 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/simulations", s.createSimulation)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errNotFound) })
 
-	mux.HandleFunc("GET /unsubscribe", s.unsubscribeConfirm)
-	mux.HandleFunc("POST /unsubscribe", s.unsubscribeOneClick)
-	mux.HandleFunc("GET /settings/enter", s.settingsEnter)
-	mux.HandleFunc("GET /settings", s.settingsPage)
-	mux.HandleFunc("POST /settings", s.settingsSave)
+	page := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.checkText(h)) }
+	page("GET /unsubscribe", s.unsubscribeConfirm)
+	page("POST /unsubscribe", s.unsubscribeOneClick)
+	page("GET /settings/enter", s.settingsEnter)
+	page("GET /settings", s.settingsPage)
+	page("POST /settings", s.settingsSave)
 
-	mux.HandleFunc("GET /admin/login", s.loginPage)
-	mux.HandleFunc("POST /admin/login", s.login)
-	mux.HandleFunc("POST /admin/logout", s.logout)
-	admin := func(pattern string, h http.HandlerFunc) { mux.HandleFunc(pattern, s.requireOperator(h)) }
+	page("GET /admin/login", s.loginPage)
+	page("POST /admin/login", s.login)
+	page("POST /admin/logout", s.logout)
+	admin := func(pattern string, h http.HandlerFunc) { mux.HandleFunc(pattern, s.requireOperator(s.checkText(h))) }
 	admin("GET /admin", s.dashboard)
 	admin("GET /admin/batches", s.adminBatches)
 	admin("GET /admin/batches/{id}", s.adminBatch)

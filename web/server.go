@@ -41,6 +41,9 @@ type Server struct {
 	assets       *static.Assets
 	linkLimiter  *limiter
 	loginLimiter *limiter
+	// accountLimiter limits password attempts per operator account, from
+	// whatever addresses they come.
+	accountLimiter *limiter
 	// draining is closed when the HTTP server shuts down, to end the
 	// feed streams, which never finish by themselves.
 	draining  chan struct{}
@@ -54,6 +57,7 @@ func (s *Server) init() {
 		s.assets = static.New()
 		s.linkLimiter = newLimiter(20, 3*time.Second)
 		s.loginLimiter = newLimiter(10, 6*time.Second)
+		s.accountLimiter = newLimiter(10, 30*time.Second)
 		s.draining = make(chan struct{})
 	})
 }

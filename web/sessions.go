@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/gorilla/sessions"
 )
@@ -39,45 +37,20 @@ func newSessionStore(secret []byte, baseURL string) *sessions.CookieStore {
 	return store
 }
 
-// limiter allows each key (a client address) burst requests, refilled at
-// one per interval. It guards the token and login endpoints against
-// guessing.
-type limiter struct {
-	mu       sync.Mutex
-	burst    int
-	interval time.Duration
-	seen     map[string]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func newLimiter(burst int, interval time.Duration) *limiter {
-	return &limiter{burst: burst, interval: interval, seen: map[string]*bucket{}}
-}
-
-func (l *limiter) allow(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.seen) > 10000 {
-		// Forget everyone rather than grow without bound under a flood of
-		// addresses; the limit is a brake, not an accounting system.
-		l.seen = map[string]*bucket{}
+// sessionValue returns the string stored under key in the named session
+// cookie, or "". A cookie that does not decode (signed with a secret
+// since changed, cut short, or never lull's) is no session: it is
+// cleared, so the browser stops sending it, and the request goes on as
+// one without a session.
+func (s *Server) sessionValue(w http.ResponseWriter, r *http.Request, name, key string) string {
+	sess, err := s.sessions.Get(r, name)
+	if err != nil {
+		sess.Options.MaxAge = -1
+		sess.Save(r, w)
+		return ""
 	}
-	b, ok := l.seen[key]
-	if !ok {
-		b = &bucket{tokens: float64(l.burst), last: now}
-		l.seen[key] = b
-	}
-	b.tokens = min(float64(l.burst), b.tokens+now.Sub(b.last).Seconds()/l.interval.Seconds())
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	v, _ := sess.Values[key].(string)
+	return v
 }
 
 // clientIP is the request's remote address without the port.

@@ -54,17 +54,12 @@ func (s *Server) badLink(w http.ResponseWriter, r *http.Request, err error, next
 }
 
 // recipientID returns the recipient of the request's session, or "".
-func (s *Server) recipientID(r *http.Request) string {
-	sess, err := s.sessions.Get(r, recipientSession)
-	if err != nil {
-		return ""
-	}
-	id, _ := sess.Values["rid"].(string)
-	return id
+func (s *Server) recipientID(w http.ResponseWriter, r *http.Request) string {
+	return s.sessionValue(w, r, recipientSession, "rid")
 }
 
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
-	id := s.recipientID(r)
+	id := s.recipientID(w, r)
 	if id == "" {
 		s.message(w, r, http.StatusUnauthorized, "Open the link from your email",
 			"Your settings are reached through the link at the bottom of every email we send you.")
@@ -93,7 +88,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
-	id := s.recipientID(r)
+	id := s.recipientID(w, r)
 	if id == "" {
 		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
 		return

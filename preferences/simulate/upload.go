@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Upload is a set of events given directly rather than read from storage,
@@ -105,6 +107,12 @@ func (u *Upload) add(b []byte) []FieldError {
 	var ev uploadEvent
 	var errs []FieldError
 	add := func(field, msg string) { errs = append(errs, FieldError{field, msg}) }
+	// As for the API's bodies: JSON would read bytes that are not UTF-8
+	// as U+FFFD, so two ids would name one recipient.
+	if !utf8.Valid(b) {
+		add("body", "is not valid UTF-8")
+		return errs
+	}
 	if err := json.Unmarshal(b, &ev); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) && typ.Field != "" {
@@ -163,6 +171,11 @@ func (u *Upload) add(b []byte) []FieldError {
 		}
 		u.Recipients[obj.ID] = rec
 		ids = append(ids, obj.ID)
+	}
+	// PostgreSQL text cannot hold a NUL, and these are looked up there.
+	hasNUL := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	if hasNUL(ev.Type) || hasNUL(ev.BatchKey) || slices.ContainsFunc(ids, hasNUL) {
+		add("body", "NUL characters (\\u0000) are not allowed")
 	}
 	if len(errs) > 0 {
 		return errs
