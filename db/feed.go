@@ -78,7 +78,26 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // when ids is empty) and takes them out of open batches of types with
 // skip_read, canceling batches left with nothing unread. It returns how
 // many were marked and the canceled batches.
+//
+// The recipient's open batches are locked first, in the order ingest locks
+// batches (by batch key, in byte order), and only they are recounted, from
+// a snapshot taken under those locks. Without the locks, an event joining
+// a batch between the recount's snapshot and its update made the batch
+// look emptied and canceled it with the new, unread notification inside.
+// A batch opened after the locks holds only notifications that arrived
+// meanwhile; its count is left alone, and its flush skips any of them
+// read.
 func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []int64, error) {
+	rows, err := q.Query(ctx, `
+		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open'
+		ORDER BY batch_key COLLATE "C" FOR UPDATE`, recipientID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
+	}
+	locked, err := collectIDs(rows)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
+	}
 	tag, err := q.Exec(ctx, `
 		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
 		WHERE recipient_id = $1 AND read_at IS NULL
@@ -86,25 +105,37 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}
-	// Recount the recipient's open batches from what is still to send.
+	canceled, err := recountForRead(ctx, q, locked, now)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: %w", err)
+	}
+	return int(tag.RowsAffected()), canceled, nil
+}
+
+// recountForRead recounts the locked open batches ids from what is still
+// to send, cancels those left with nothing as read in the app, and
+// returns them.
+func recountForRead(ctx context.Context, q Querier, ids []int64, now time.Time) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	rows, err := q.Query(ctx, `
 		WITH counts AS (
-		    SELECT b.id, count(n.id) FILTER (WHERE n.retracted_at IS NULL
+		    SELECT n.batch_id AS id, count(*) FILTER (WHERE n.retracted_at IS NULL
 		           AND (n.read_at IS NULL OR NOT t.skip_read)) AS left
-		    FROM batches b
-		    JOIN notifications n ON n.batch_id = b.id
+		    FROM notifications n
 		    JOIN notification_types t ON t.key = n.type_key
-		    WHERE b.recipient_id = $1 AND b.state = 'open'
-		    GROUP BY b.id
+		    WHERE n.batch_id = ANY($1)
+		    GROUP BY n.batch_id
 		)
 		UPDATE batches b SET item_count = c.left,
 		    state = CASE WHEN c.left = 0 THEN 'canceled' ELSE b.state END,
 		    reason = CASE WHEN c.left = 0 THEN 'read in app' ELSE b.reason END,
 		    processed_at = CASE WHEN c.left = 0 THEN $2 ELSE b.processed_at END
-		FROM counts c WHERE b.id = c.id AND (b.item_count <> c.left)
-		RETURNING b.id, c.left`, recipientID, now)
+		FROM counts c WHERE b.id = c.id AND b.item_count <> c.left
+		RETURNING b.id, c.left`, ids, now)
 	if err != nil {
-		return 0, nil, fmt.Errorf("mark read: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var canceled []int64
@@ -112,13 +143,13 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 		var id int64
 		var left int
 		if err := rows.Scan(&id, &left); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if left == 0 {
 			canceled = append(canceled, id)
 		}
 	}
-	return int(tag.RowsAffected()), canceled, rows.Err()
+	return canceled, rows.Err()
 }
 
 // MarkSeen marks all of a recipient's notifications seen (the bell was

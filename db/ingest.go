@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -152,7 +153,7 @@ func RecentImmediate(ctx context.Context, q Querier, ids []string, typeKey strin
 }
 
 // Activity is the last time a recipient had a notification under a batch
-// key, and whether a batch for it is open now.
+// key, and whether a batch for it is open to join.
 type Activity struct {
 	Last    time.Time
 	HasOpen bool
@@ -161,12 +162,14 @@ type Activity struct {
 // LastActivity reports Activity for each recipient under batchKey from
 // the recipient's batches for that key: when the last notification came
 // (for the leading-item rule) and whether a batch (not an immediate one)
-// is open to join.
-func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string) (map[string]Activity, error) {
+// is open to join at now. A batch already due is not: it only waits for
+// its flush, as if the flush had run.
+func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string, now time.Time) (map[string]Activity, error) {
 	rows, err := q.Query(ctx, `
-		SELECT recipient_id, max(last_event_at), bool_or(state = 'open' AND mode <> 'immediate')
+		SELECT recipient_id, max(last_event_at),
+		       bool_or(state = 'open' AND mode <> 'immediate' AND NOT sealed AND closes_at > $3)
 		FROM batches WHERE recipient_id = ANY($1) AND batch_key = $2
-		GROUP BY recipient_id`, ids, batchKey)
+		GROUP BY recipient_id`, ids, batchKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("last activity: %w", err)
 	}
@@ -184,8 +187,8 @@ func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string)
 }
 
 // BatchJoin asks for one notification to go into a batch: the open one for
-// (RecipientID, BatchKey) if there is one, else a new one. Immediate joins
-// always open a batch of their own.
+// (RecipientID, BatchKey) if there is one that is neither due nor full,
+// else a new one. Immediate joins always open a batch of their own.
 type BatchJoin struct {
 	RecipientID string
 	BatchKey    string
@@ -212,15 +215,59 @@ type JoinedBatch struct {
 	Inserted    bool
 }
 
-// JoinBatches puts one notification per join into its batch, in one
-// statement. The partial unique index batches_one_open makes concurrent
-// ingests for one recipient and key meet in a single batch: the upsert
-// either inserts it or locks and updates the existing open row, and the
-// lock is held until the caller's transaction commits. Joins are sorted so
-// that concurrent fan-outs lock rows in one order and cannot deadlock: by
-// bytes (COLLATE "C"), the order Go sorts strings in, because a large
-// event is written in chunks cut in Go's order.
+// JoinBatches puts one notification per join into its batch, in as few
+// statements as it can. The partial unique index batches_one_open makes
+// concurrent ingests for one recipient and key meet in a single batch: the
+// upsert either inserts it or locks and updates the existing open row, and
+// the lock is held until the caller's transaction commits. Joins are
+// sorted so that concurrent fan-outs lock rows in one order and cannot
+// deadlock: by bytes (COLLATE "C"), the order Go sorts strings in, because
+// a large event is written in chunks cut in Go's order.
+//
+// An open batch that is due (closes_at <= now) or holds its type's
+// max_items takes no more: its flush is on its way, or late because the
+// process running it died, and a batch that kept growing meanwhile would
+// exceed max_items and go out ever later. The upsert locks such a batch
+// without joining it; JoinBatches then seals it, which takes it out of
+// batches_one_open without changing anything its flush looks at, and opens
+// a new batch for the join. The second statement locks only rows this
+// transaction already holds or creates, so the order above still holds.
 func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+	joined, err := upsertBatches(ctx, q, joins, now)
+	if err != nil || len(joined) == len(joins) {
+		return joined, err
+	}
+	got := make(map[[2]string]bool, len(joined))
+	for _, b := range joined {
+		got[[2]string{b.RecipientID, b.BatchKey}] = true
+	}
+	var refused []BatchJoin
+	for _, j := range joins {
+		if !got[[2]string{j.RecipientID, j.BatchKey}] {
+			refused = append(refused, j)
+		}
+	}
+	if err := sealBatches(ctx, q, refused); err != nil {
+		return nil, err
+	}
+	opened, err := upsertBatches(ctx, q, refused, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(opened) != len(refused) {
+		return nil, fmt.Errorf("join batches: %d of %d new batches opened", len(opened), len(refused))
+	}
+	joined = append(joined, opened...)
+	slices.SortFunc(joined, func(a, b JoinedBatch) int {
+		return cmp.Or(cmp.Compare(a.RecipientID, b.RecipientID), cmp.Compare(a.BatchKey, b.BatchKey))
+	})
+	return joined, nil
+}
+
+// upsertBatches is one statement of JoinBatches: it joins or opens a batch
+// for each join, except where the open batch is due or full, which it only
+// locks. The result has no row for those.
+func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
 	if len(joins) == 0 {
 		return nil, nil
 	}
@@ -234,6 +281,10 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 		}
 		windows[i], waits[i], closes[i] = j.Window.Milliseconds(), j.MaxWait.Milliseconds(), j.ClosesAt
 	}
+	// Reaching max_items sets a cooldown batch's close time to now, but
+	// fullness is checked against the type as well: an ingest's now is
+	// read before its transaction starts, so a later one may fill the
+	// batch first, and another process's clock may run a little behind.
 	rows, err := q.Query(ctx, `
 		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at,
 		                          opened_at, last_event_at, item_count)
@@ -241,9 +292,13 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[])
 		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at)
 		ORDER BY rid COLLATE "C", key COLLATE "C"
-		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate'
+		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
 		DO UPDATE SET item_count = b.item_count + 1,
 		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at)
+		WHERE b.closes_at > $8
+		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
+		      SELECT 1 FROM notification_types t
+		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count >= t.max_items))
 		RETURNING id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at,
 		          window_ms, max_wait_ms, item_count, xmax = 0`,
 		rids, keys, modes, types, windows, waits, closes, now)
@@ -263,6 +318,24 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 		out = append(out, b)
 	}
 	return out, rows.Err()
+}
+
+// sealBatches seals the open batches the joins found due or full, which
+// the caller's upsert has locked.
+func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
+	rids, keys := make([]string, len(joins)), make([]string, len(joins))
+	for i, j := range joins {
+		rids[i], keys[i] = j.RecipientID, j.BatchKey
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE batches b SET sealed = true
+		FROM unnest($1::text[], $2::text[]) AS v(rid, key)
+		WHERE b.recipient_id = v.rid AND b.batch_key = v.key
+		  AND b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`, rids, keys)
+	if err != nil {
+		return fmt.Errorf("seal batches: %w", err)
+	}
+	return nil
 }
 
 // SetClosesAt moves batches' close times, in one statement.

@@ -163,36 +163,12 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, Invalid(FieldError{"ids", "give ids, before (a time) or all: true"}))
 		return
 	}
-	now := s.now()
-	before := now.Add(time.Second)
-	if b.Before != nil {
-		before = *b.Before
-	}
-	rid := r.PathValue("id")
-	var marked int
-	var canceled []int64
-	err := s.DB.InTx(r.Context(), func(tx pgxTx) error {
-		var err error
-		if marked, canceled, err = db.MarkRead(r.Context(), tx, rid, b.IDs, before, now); err != nil {
-			return err
-		}
-		skips := make([]db.Skip, len(canceled))
-		for i := range canceled {
-			skips[i] = db.Skip{RecipientID: rid, BatchID: &canceled[i], Reason: db.SkipRead}
-		}
-		if err := db.InsertSkips(r.Context(), tx, skips); err != nil {
-			return err
-		}
-		return db.NotifyFeed(r.Context(), tx, []string{rid})
-	})
+	res, err := s.Engine.MarkRead(r.Context(), r.PathValue("id"), b.IDs, b.Before)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	if canceled == nil {
-		canceled = []int64{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"read": marked, "canceled_batches": canceled})
+	writeJSON(w, http.StatusOK, res)
 }
 
 // markSeen marks notifications seen: the bell was opened.

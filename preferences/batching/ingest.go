@@ -618,7 +618,7 @@ func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, poli
 	if len(ids) == 0 {
 		return nil
 	}
-	act, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey))
+	act, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey), r.now)
 	if err != nil {
 		return err
 	}
