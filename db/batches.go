@@ -197,20 +197,31 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 	return out, rows.Err()
 }
 
+// Removal is what taking notifications out of an open batch did to it:
+// how many left it and how many are still to send. The skip log records
+// each removal, so that every notification not sent says why.
+type Removal struct {
+	BatchID     int64
+	RecipientID string
+	TypeKey     string // empty for a digest
+	Removed     int
+	Left        int
+}
+
 // RetractEvent marks an event retracted and takes its notifications out of
-// every batch that has not started flushing. It returns the batches it
-// touched with their remaining item counts. Batch rows are locked in id
-// order first, so a concurrent flush either finishes before (and its items
-// stay sent) or sees the retraction.
-func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) (removed int, touched map[int64]int, err error) {
+// every batch that has not started flushing. It returns what it took out
+// of each batch. Batch rows are locked in id order first, so a concurrent
+// flush either finishes before (and its items stay sent) or sees the
+// retraction.
+func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) ([]Removal, error) {
 	if _, err := q.Exec(ctx, `UPDATE events SET retracted_at = $2 WHERE id = $1 AND retracted_at IS NULL`, eventID, now); err != nil {
-		return 0, nil, fmt.Errorf("retract event %d: %w", eventID, err)
+		return nil, fmt.Errorf("retract event %d: %w", eventID, err)
 	}
 	if _, err := q.Exec(ctx, `
 		SELECT b.id FROM batches b
 		WHERE b.state = 'open' AND b.id IN (SELECT batch_id FROM notifications WHERE event_id = $1)
 		ORDER BY b.id FOR UPDATE`, eventID); err != nil {
-		return 0, nil, fmt.Errorf("retract event %d: %w", eventID, err)
+		return nil, fmt.Errorf("retract event %d: %w", eventID, err)
 	}
 	rows, err := q.Query(ctx, `
 		WITH gone AS (
@@ -222,22 +233,19 @@ func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) 
 		UPDATE batches b SET item_count = b.item_count - g.n
 		FROM (SELECT batch_id, count(*) AS n FROM gone GROUP BY batch_id) g
 		WHERE b.id = g.batch_id
-		RETURNING b.id, b.item_count, g.n`, eventID, now)
+		RETURNING b.id, b.recipient_id, coalesce(b.type_key, ''), g.n, b.item_count`, eventID, now)
 	if err != nil {
-		return 0, nil, fmt.Errorf("retract event %d: %w", eventID, err)
+		return nil, fmt.Errorf("retract event %d: %w", eventID, err)
 	}
-	defer rows.Close()
-	touched = map[int64]int{}
-	for rows.Next() {
-		var id int64
-		var left, n int
-		if err := rows.Scan(&id, &left, &n); err != nil {
-			return 0, nil, err
-		}
-		touched[id] = left
-		removed += n
-	}
-	return removed, touched, rows.Err()
+	return collectRemovals(rows)
+}
+
+func collectRemovals(rows pgx.Rows) ([]Removal, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Removal, error) {
+		var r Removal
+		err := row.Scan(&r.BatchID, &r.RecipientID, &r.TypeKey, &r.Removed, &r.Left)
+		return r, err
+	})
 }
 
 // ReclaimStuck releases batches left in "flushing" by a process that died:

@@ -70,8 +70,8 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // MarkRead marks notifications read (ids, or all created before before
 // when ids is empty) and takes them out of open batches of types with
 // skip_read, canceling batches left with nothing unread. It returns how
-// many were marked and the canceled batches.
-func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []int64, error) {
+// many were marked and what it took out of each batch.
+func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
 	tag, err := q.Exec(ctx, `
 		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
 		WHERE recipient_id = $1 AND read_at IS NULL
@@ -82,7 +82,7 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	// Recount the recipient's open batches from what is still to send.
 	rows, err := q.Query(ctx, `
 		WITH counts AS (
-		    SELECT b.id, count(n.id) FILTER (WHERE n.retracted_at IS NULL
+		    SELECT b.id, b.item_count AS was, count(n.id) FILTER (WHERE n.retracted_at IS NULL
 		           AND (n.read_at IS NULL OR NOT t.skip_read)) AS left
 		    FROM batches b
 		    JOIN notifications n ON n.batch_id = b.id
@@ -95,23 +95,15 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 		    reason = CASE WHEN c.left = 0 THEN 'read in app' ELSE b.reason END,
 		    processed_at = CASE WHEN c.left = 0 THEN $2 ELSE b.processed_at END
 		FROM counts c WHERE b.id = c.id AND (b.item_count <> c.left)
-		RETURNING b.id, c.left`, recipientID, now)
+		RETURNING b.id, b.recipient_id, coalesce(b.type_key, ''), c.was - c.left, c.left`, recipientID, now)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}
-	defer rows.Close()
-	var canceled []int64
-	for rows.Next() {
-		var id int64
-		var left int
-		if err := rows.Scan(&id, &left); err != nil {
-			return 0, nil, err
-		}
-		if left == 0 {
-			canceled = append(canceled, id)
-		}
+	removals, err := collectRemovals(rows)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}
-	return int(tag.RowsAffected()), canceled, rows.Err()
+	return int(tag.RowsAffected()), removals, nil
 }
 
 // MarkSeen marks all of a recipient's notifications seen (the bell was

@@ -232,8 +232,12 @@ func TestRetractionRemovesItemsAndCancelsEmptyBatches(t *testing.T) {
 	if len(out) != 1 || out[0].To != "bob@example.com" {
 		t.Fatalf("emails after retraction: %d, want one to bob", len(out))
 	}
-	if n := b.count(t, "SELECT count(*) FROM skips WHERE reason = $1 AND batch_id = $2", db.SkipRetracted, carolBatch); n != 1 {
-		t.Fatalf("skip log lacks the retraction")
+	// Every notification not sent is in the skip log: carol's canceled
+	// batch, and the one taken out of bob's batch, which was sent.
+	for _, id := range []int64{carolBatch, keep.Batches[0].ID} {
+		if n := b.count(t, "SELECT coalesce(sum(items), 0) FROM skips WHERE reason = $1 AND batch_id = $2 AND event_id = $3", db.SkipRetracted, id, gone.ID); n != 1 {
+			t.Fatalf("skip log has %d retracted items for batch %d, want 1", n, id)
+		}
 	}
 }
 
@@ -472,6 +476,29 @@ func TestPreferencesCheckedAgainAtFlush(t *testing.T) {
 	}
 	if got := len(b.outbox(t)); got != 0 {
 		t.Fatalf("muted batch was sent")
+	}
+}
+
+// TestMutedAtFlushIsInTheSkipLog: a digest whose recipient muted one of
+// its types since it opened goes out without that type, and the skip log
+// says what was left out and why.
+func TestMutedAtFlushIsInTheSkipLog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily"})
+	b.saveType(t, db.Type{Key: "share", DefaultMode: "daily"})
+	b.recipient(t, "bob", "UTC")
+	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
+	b.post(t, "comment", "carol", "bob")
+	b.post(t, "share", "alice", "bob")
+	b.setPref(t, "bob", "comment", "never", 0, -1)
+	b.clock.Advance(24 * time.Hour)
+	b.flushDue(t)
+	if got := b.batch(t, id); got.State != db.StateSent {
+		t.Fatalf("digest is %s, want sent with the share", got.State)
+	}
+	if n := b.count(t, "SELECT coalesce(sum(items), 0) FROM skips WHERE reason = $1 AND batch_id = $2 AND type_key = 'comment'", db.SkipMuted, id); n != 2 {
+		t.Fatalf("skip log has %d muted comments for the digest, want 2", n)
 	}
 }
 

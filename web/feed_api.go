@@ -161,15 +161,19 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 	}
 	rid := r.PathValue("id")
 	var marked int
-	var canceled []int64
+	canceled := []int64{}
 	err := s.DB.InTx(r.Context(), func(tx pgxTx) error {
+		var removals []db.Removal
 		var err error
-		if marked, canceled, err = db.MarkRead(r.Context(), tx, rid, b.IDs, before, now); err != nil {
+		if marked, removals, err = db.MarkRead(r.Context(), tx, rid, b.IDs, before, now); err != nil {
 			return err
 		}
-		skips := make([]db.Skip, len(canceled))
-		for i := range canceled {
-			skips[i] = db.Skip{RecipientID: rid, BatchID: &canceled[i], Reason: db.SkipRead}
+		skips := make([]db.Skip, len(removals))
+		for i, rm := range removals {
+			skips[i] = db.Skip{RecipientID: rid, TypeKey: rm.TypeKey, BatchID: &removals[i].BatchID, Items: rm.Removed, Reason: db.SkipRead}
+			if rm.Left == 0 {
+				canceled = append(canceled, rm.BatchID)
+			}
 		}
 		if err := db.InsertSkips(r.Context(), tx, skips); err != nil {
 			return err
@@ -179,9 +183,6 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.problem(w, r, err)
 		return
-	}
-	if canceled == nil {
-		canceled = []int64{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"read": marked, "canceled_batches": canceled})
 }

@@ -18,7 +18,8 @@ type RetractResult struct {
 }
 
 // Retract takes an event's notifications out of every batch that has not
-// flushed; a batch left empty is canceled rather than sent.
+// flushed, and records in the skip log how many left each; a batch left
+// empty is canceled rather than sent.
 func (e *Engine) Retract(ctx context.Context, apiKeyID int64, idOrKey string) (*RetractResult, error) {
 	res := &RetractResult{Canceled: []int64{}}
 	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
@@ -28,25 +29,21 @@ func (e *Engine) Retract(ctx context.Context, apiKeyID int64, idOrKey string) (*
 		}
 		res.EventID = id
 		now := e.now()
-		removed, touched, err := db.RetractEvent(ctx, tx, id, now)
+		removals, err := db.RetractEvent(ctx, tx, id, now)
 		if err != nil {
 			return err
 		}
-		res.Removed = removed
-		var skips []db.Skip
-		for bid, left := range touched {
-			if left > 0 {
+		skips := make([]db.Skip, len(removals))
+		for i, r := range removals {
+			res.Removed += r.Removed
+			skips[i] = db.Skip{RecipientID: r.RecipientID, TypeKey: r.TypeKey, BatchID: &removals[i].BatchID, EventID: &id, Items: r.Removed, Reason: db.SkipRetracted}
+			if r.Left > 0 {
 				continue
 			}
-			if err := db.SetBatchState(ctx, tx, bid, db.StateCanceled, db.SkipRetracted, 0, now); err != nil {
+			if err := db.SetBatchState(ctx, tx, r.BatchID, db.StateCanceled, db.SkipRetracted, 0, now); err != nil {
 				return err
 			}
-			b, err := db.GetBatch(ctx, tx, bid)
-			if err != nil {
-				return err
-			}
-			skips = append(skips, db.Skip{RecipientID: b.RecipientID, TypeKey: deref(b.TypeKey), BatchID: &bid, EventID: &id, Reason: db.SkipRetracted})
-			res.Canceled = append(res.Canceled, bid)
+			res.Canceled = append(res.Canceled, r.BatchID)
 		}
 		sort.Slice(res.Canceled, func(i, j int) bool { return res.Canceled[i] < res.Canceled[j] })
 		return db.InsertSkips(ctx, tx, skips)
