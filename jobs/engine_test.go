@@ -479,6 +479,32 @@ func TestPreferencesCheckedAgainAtFlush(t *testing.T) {
 	}
 }
 
+// TestCanceledAtFlushNamesWhatItStillHeld: a batch muted before its flush,
+// one of whose two items was read in the app, is canceled as muted: the
+// read item left it (and was logged) when it was read, so the skip log
+// says each item's reason once.
+func TestCanceledAtFlushNamesWhatItStillHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown", SkipRead: true})
+	b.recipient(t, "bob", "UTC")
+	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
+	b.post(t, "comment", "carol", "bob")
+	var newest int64
+	if err := b.db.Pool.QueryRow(context.Background(), "SELECT max(id) FROM notifications").Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.MarkRead(context.Background(), b.db.Pool, "bob", []int64{newest}, time.Time{}, b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.setPref(t, "bob", "comment", "never", 0, -1)
+	b.clock.Advance(time.Hour)
+	b.flushDue(t)
+	if got := b.batch(t, id); got.State != db.StateCanceled || got.Reason != db.SkipMuted {
+		t.Fatalf("batch %s (%q), want canceled as muted", got.State, got.Reason)
+	}
+}
+
 // TestMutedAtFlushIsInTheSkipLog: a digest whose recipient muted one of
 // its types since it opened goes out without that type, and the skip log
 // says what was left out and why.

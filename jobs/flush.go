@@ -362,6 +362,10 @@ func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, st
 		rec = &rs.Recipient
 		policies[key] = preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
 	}
+	// A batch left with nothing to send is canceled for what its item
+	// count still holds: items muted since it opened, or else items read
+	// in the app (which left the count, and were logged, when read), or
+	// else nothing (all were retracted).
 	reason := db.SkipRetracted
 	muted := map[string]int{} // type -> items dropped
 	for _, it := range fc.Items {
@@ -372,14 +376,17 @@ func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, st
 		case it.ReadAt != nil && typ.SkipRead:
 			reason = db.SkipRead
 		case policies[it.TypeKey].Mode == preferences.Never:
-			reason = db.SkipMuted
-			if rec.Unsubscribed {
-				reason = db.SkipUnsubscribed
-			}
 			muted[it.TypeKey]++
 		default:
 			c.Items = append(c.Items, it)
 		}
+	}
+	mutedWhy := db.SkipMuted
+	if rec != nil && rec.Unsubscribed {
+		mutedWhy = db.SkipUnsubscribed
+	}
+	if len(muted) > 0 {
+		reason = mutedWhy
 	}
 	switch {
 	case rec != nil && !rec.Active:
@@ -392,11 +399,7 @@ func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, st
 	c.Recipient = rec
 	var dropped []db.Skip
 	for key, n := range muted {
-		why := db.SkipMuted
-		if rec.Unsubscribed {
-			why = db.SkipUnsubscribed
-		}
-		dropped = append(dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: why})
+		dropped = append(dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: mutedWhy})
 	}
 	return c, "", dropped, nil
 }
