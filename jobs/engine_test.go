@@ -479,6 +479,37 @@ func TestPreferencesCheckedAgainAtFlush(t *testing.T) {
 	}
 }
 
+// TestRetractingAReadNotificationKeepsTheBatch: a notification read in
+// the app has left its batch's count already; retracting its event must
+// not take it out again, or a batch left with one unread notification
+// counts none and is canceled with it.
+func TestRetractingAReadNotificationKeepsTheBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown", SkipRead: true})
+	b.recipient(t, "bob", "UTC")
+	read := b.post(t, "comment", "alice", "bob")
+	id := read.Batches[0].ID
+	b.post(t, "comment", "carol", "bob")
+	var first int64
+	if err := b.db.Pool.QueryRow(context.Background(), "SELECT min(id) FROM notifications").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.MarkRead(context.Background(), b.db.Pool, "bob", []int64{first}, time.Time{}, b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.engine.Retract(context.Background(), 1, itoa(read.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.batch(t, id); got.State != db.StateOpen || got.ItemCount != 1 || len(res.Canceled) != 0 {
+		t.Fatalf("batch %s with %d items (canceled %v), want open with carol's", got.State, got.ItemCount, res.Canceled)
+	}
+	if n := b.count(t, "SELECT count(*) FROM skips WHERE batch_id = $1 AND reason = $2", id, db.SkipRetracted); n != 0 {
+		t.Fatalf("skip log counts the read notification again as retracted (%d entries)", n)
+	}
+}
+
 // TestCanceledAtFlushNamesWhatItStillHeld: a batch muted before its flush,
 // one of whose two items was read in the app, is canceled as muted: the
 // read item left it (and was logged) when it was read, so the skip log

@@ -29,14 +29,16 @@ func (e *Engine) Retract(ctx context.Context, apiKeyID int64, idOrKey string) (*
 		}
 		res.EventID = id
 		now := e.now()
-		removals, err := db.RetractEvent(ctx, tx, id, now)
+		marked, removals, err := db.RetractEvent(ctx, tx, id, now)
 		if err != nil {
 			return err
 		}
-		skips := make([]db.Skip, len(removals))
+		res.Removed = marked
+		var skips []db.Skip
 		for i, r := range removals {
-			res.Removed += r.Removed
-			skips[i] = db.Skip{RecipientID: r.RecipientID, TypeKey: r.TypeKey, BatchID: &removals[i].BatchID, EventID: &id, Items: r.Removed, Reason: db.SkipRetracted}
+			if r.Removed > 0 {
+				skips = append(skips, db.Skip{RecipientID: r.RecipientID, TypeKey: r.TypeKey, BatchID: &removals[i].BatchID, EventID: &id, Items: r.Removed, Reason: db.SkipRetracted})
+			}
 			if r.Left > 0 {
 				continue
 			}
