@@ -510,6 +510,32 @@ func TestRetractingAReadNotificationKeepsTheBatch(t *testing.T) {
 	}
 }
 
+// TestDigestKeepsItsCloseTimeWhenTheScheduleChanges: a digest opened
+// for 08:00 tomorrow still closes then after its recipient moves the
+// digest to 09:30 and another event joins at 09:45; computed again from
+// the new time, it would close at 09:30 today, before the event came.
+func TestDigestKeepsItsCloseTimeWhenTheScheduleChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily"})
+	b.recipient(t, "bob", "UTC")
+	first := b.post(t, "comment", "alice", "bob").Batches[0]
+	ctx := context.Background()
+	rec, err := db.GetRecipient(ctx, b.db.Bun, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.DailyAt = 9*60 + 30
+	if err := db.SavePreferences(ctx, b.db.Bun, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(45 * time.Minute)
+	b.post(t, "comment", "carol", "bob")
+	if got := b.batch(t, first.ID).ClosesAt; !got.Equal(first.ClosesAt) {
+		t.Fatalf("digest closes at %v after the schedule changed, want %v as it opened", got, first.ClosesAt)
+	}
+}
+
 // TestCanceledAtFlushNamesWhatItStillHeld: a batch muted before its flush,
 // one of whose two items was read in the app, is canceled as muted: the
 // read item left it (and was logged) when it was read, so the skip log
