@@ -44,6 +44,7 @@ type dbBatch struct {
 	skipItems       int
 	skipReasons     []string
 	emails          []*modelEmail
+	jobs            []string // its flush jobs, to tell why it was late
 }
 
 type dbNote struct {
@@ -202,6 +203,17 @@ func (m *model) load() *world {
 			w.batches[*n.batch].notes = append(w.batches[*n.batch].notes, n)
 		}
 		return nil
+	})
+	query(`SELECT (args->>'batch_id')::bigint, format('job %s %s attempt %s: created %s, scheduled %s, attempted %s, finalized %s, errors %s',
+		id, state, attempt, created_at::time, scheduled_at::time, attempted_at::time, finalized_at::time, errors::text)
+		FROM river_job WHERE kind = 'flush_batch' ORDER BY id`, func(r pgx.Rows) error {
+		var id int64
+		var job string
+		err := r.Scan(&id, &job)
+		if b := w.batches[id]; b != nil {
+			b.jobs = append(b.jobs, job)
+		}
+		return err
 	})
 	query(`SELECT recipient_id, event_id, batch_id, items, reason FROM skips`, func(r pgx.Rows) error {
 		var s dbSkip
@@ -499,9 +511,9 @@ func (m *model) checkBatches(w *world) {
 				late = max(late, l)
 			}
 			if bound := map[bool]time.Duration{false: lateBound, true: killedBound}[killed]; l > bound {
-				m.problem("batch %d (%s) closed at %s and was sent %v later, more than %v (opened %s, flush began %s, sent %s; killed mid-flush: %v)",
+				m.problem("batch %d (%s) closed at %s and was sent %v later, more than %v (opened %s, flush began %s, sent %s; killed mid-flush: %v; %s)",
 					b.id, b.key, b.closes.Format("15:04:05.000"), l.Round(time.Millisecond), bound, b.opened.Format("15:04:05.000"),
-					clock(b.deliveryStarted), clock(b.processed), killed)
+					clock(b.deliveryStarted), clock(b.processed), killed, strings.Join(b.jobs, "; "))
 			}
 		}
 		for _, e := range b.emails {

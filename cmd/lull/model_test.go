@@ -129,7 +129,6 @@ type model struct {
 // made one at a time (mu), so the versions form a chain.
 type recipientModel struct {
 	mu       sync.Mutex
-	id       string
 	versions []*prefVersion
 }
 
@@ -148,9 +147,7 @@ type prefVersion struct {
 type postRec struct {
 	ev         *eventRec
 	start, end time.Time
-	status     int
 	answer     ingestAnswer
-	retried    bool
 }
 
 // eventRec is one event the clients made (a token), posted once or more.
@@ -177,11 +174,11 @@ type ingestAnswer struct {
 }
 
 type retractRec struct {
-	ev         *eventRec
-	start, end time.Time
-	removed    int
-	canceled   []int64
-	uncertain  bool // retried after a kill: the first try may have removed them
+	ev        *eventRec
+	end       time.Time
+	removed   int
+	canceled  []int64
+	uncertain bool // retried after a kill: the first try may have removed them
 }
 
 // readRec is a feed/read: ids, or everything before a time, or all.
@@ -194,11 +191,11 @@ type readRec struct {
 
 // actionRec is an operator's flush or cancel of a batch.
 type actionRec struct {
-	kind       string
-	batch      int64
-	status     int
-	start, end time.Time
-	uncertain  bool
+	kind      string
+	batch     int64
+	status    int
+	end       time.Time
+	uncertain bool
 }
 
 // killRec is a SIGKILL of b: when, and the batches whose flush was
@@ -267,21 +264,20 @@ func (m *model) setUp() {
 	for i := range modelRecipients {
 		id := fmt.Sprintf("r%02d", i)
 		m.a.post(t, "/api/v1/recipients/"+id, faultAPIKey, fmt.Sprintf(`{"email":"%s@example.com","name":"R %d"}`, id, i))
-		m.addRecipient(id, time.Now())
+		m.mu.Lock()
+		m.addRecipient(id)
+		m.mu.Unlock()
 		m.putPreferences(rng, id, m.fullPreferences(rng), "set-up")
 	}
 }
 
-func (m *model) addRecipient(id string, at time.Time) *recipientModel {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r := m.recipients[id]; r != nil {
-		return r
+// addRecipient starts the model of a new recipient: subscribed, with
+// no choices. The caller holds m.mu.
+func (m *model) addRecipient(id string) {
+	if m.recipients[id] == nil {
+		m.recipients[id] = &recipientModel{versions: []*prefVersion{{modes: map[string]string{}, by: "created"}}}
+		m.rids = append(m.rids, id)
 	}
-	r := &recipientModel{id: id, versions: []*prefVersion{{modes: map[string]string{}, by: "created"}}}
-	m.recipients[id] = r
-	m.rids = append(m.rids, id)
-	return r
 }
 
 func (m *model) startB() {
@@ -516,8 +512,8 @@ func (m *model) replay(rng *rand.Rand) {
 
 func (m *model) post(rng *rand.Rand, ev *eventRec) {
 	r := &postRec{ev: ev, start: time.Now()}
-	a, retried := m.call(rng, "POST", "/api/v1/events", "application/json", ev.body)
-	r.end, r.status, r.retried = time.Now(), a.status, retried
+	a, _ := m.call(rng, "POST", "/api/v1/events", "application/json", ev.body)
+	r.end = time.Now()
 	m.count("posts")
 	if a.status != http.StatusAccepted {
 		m.problem("event %s: answered %d %s", ev.tok, a.status, a.body)
@@ -534,10 +530,7 @@ func (m *model) post(rng *rand.Rand, ev *eventRec) {
 		return
 	}
 	for _, id := range ev.rcpts {
-		if m.recipients[id] == nil {
-			m.recipients[id] = &recipientModel{id: id, versions: []*prefVersion{{modes: map[string]string{}, by: "created"}}}
-			m.rids = append(m.rids, id)
-		}
+		m.addRecipient(id)
 	}
 	for _, b := range r.answer.Batches {
 		m.batchIDs = append(m.batchIDs, b.ID)
@@ -580,7 +573,7 @@ func (m *model) retract(rng *rand.Rand) {
 		return
 	}
 	ev := evs[rng.IntN(len(evs))]
-	r := &retractRec{ev: ev, start: time.Now()}
+	r := &retractRec{ev: ev}
 	a, retried := m.call(rng, "DELETE", fmt.Sprintf("/api/v1/events/%d", ev.first.ID), "", nil)
 	r.end, r.uncertain = time.Now(), retried
 	m.count("retractions")
@@ -784,10 +777,10 @@ func (m *model) batchAction(rng *rand.Rand, kind string) {
 	}
 	id := m.batchIDs[max(0, len(m.batchIDs)-1-rng.IntN(100))]
 	m.mu.Unlock()
-	r := &actionRec{kind: kind, batch: id, start: time.Now()}
+	r := &actionRec{kind: kind, batch: id}
 	a, retried := m.call(rng, "POST", fmt.Sprintf("/api/v1/batches/%d/%s", id, kind), "", nil)
 	r.end, r.status, r.uncertain = time.Now(), a.status, retried
-	m.count(kind + "es")
+	m.count(map[string]string{"flush": "flushes", "cancel": "cancels"}[kind])
 	if a.status != http.StatusAccepted && a.status != http.StatusConflict {
 		m.problem("%s of batch %d: answered %d %s", kind, id, a.status, a.body)
 	}
