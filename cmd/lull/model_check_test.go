@@ -712,28 +712,32 @@ func (m *model) checkReads(w *world) {
 // not left open; only operators cancel as operators.
 func (m *model) checkActions(w *world) {
 	canceled := map[int64]bool{}
+	flushed := map[int64]time.Time{} // the last flush an operator made
 	for _, a := range m.actions {
 		b := w.batches[a.batch]
-		if b == nil {
-			m.problem("%s of batch %d, which does not exist", a.kind, a.batch)
-			continue
-		}
-		if a.kind == "cancel" && (a.status == 202 || a.uncertain) {
-			canceled[a.batch] = true
-		}
-		if a.status != 202 {
-			continue
-		}
 		switch {
-		case a.kind == "cancel" && (b.state != "canceled" || b.reason != "canceled by an operator"):
-			m.problem("batch %d was canceled by an operator at %s but is %s (%s)", b.id, a.end.Format("15:04:05.000"), b.state, b.reason)
-		case a.kind == "flush" && b.state == "sent" && b.closes.After(a.end):
-			m.problem("issue 17 defect 5: batch %d (%s) was flushed by an operator at %s, then an event joined it and moved its close time back to %s; it went out at %s",
-				b.id, b.key, a.end.Format("15:04:05.000"), b.closes.Format("15:04:05.000"), clock(b.processed))
-		case a.kind == "flush" && b.state == "sent" && b.processed.Sub(a.end) > lateBound && !m.killedDuring(b.id):
-			m.problem("batch %d (%s) was flushed by an operator at %s and went out at %s (its flush began %s; it closes at %s)",
-				b.id, b.key, a.end.Format("15:04:05.000"), b.processed.Format("15:04:05.000"), clock(b.deliveryStarted), b.closes.Format("15:04:05.000"))
+		case b == nil:
+			m.problem("%s of batch %d, which does not exist", a.kind, a.batch)
+		case a.kind == "cancel" && (a.status == 202 || a.uncertain):
+			canceled[a.batch] = true
+			if a.status == 202 && (b.state != "canceled" || b.reason != "canceled by an operator") {
+				m.problem("batch %d was canceled by an operator at %s but is %s (%s)", b.id, a.end.Format("15:04:05.000"), b.state, b.reason)
+			}
+		case a.kind == "flush" && a.status == 202:
+			flushed[a.batch] = a.end
 		}
+	}
+	for id, at := range flushed {
+		b := w.batches[id]
+		if b.state != "sent" || m.killedDuring(id) || b.deliveryStarted == nil || b.deliveryStarted.Sub(at) <= lateBound {
+			continue
+		}
+		if b.closes.After(at) {
+			m.problem("issue 17 defect 5: batch %d (%s) was flushed by an operator at %s, then an event joined it and moved its close time back to %s; its flush began at %s",
+				b.id, b.key, at.Format("15:04:05.000"), b.closes.Format("15:04:05.000"), clock(b.deliveryStarted))
+			continue
+		}
+		m.problem("batch %d (%s) was flushed by an operator at %s; its flush began at %s", b.id, b.key, at.Format("15:04:05.000"), clock(b.deliveryStarted))
 	}
 	for _, b := range w.batches {
 		if b.reason == "canceled by an operator" && !canceled[b.id] {
