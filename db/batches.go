@@ -197,12 +197,24 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 	return out, rows.Err()
 }
 
+// Removal is what taking notifications out of an open batch did to it:
+// how many left it and how many are still to send. The skip log records
+// each removal, so that every notification not sent says why.
+type Removal struct {
+	BatchID     int64
+	RecipientID string
+	TypeKey     string // empty for a digest
+	Removed     int
+	Left        int
+}
+
 // RetractEvent marks an event retracted and takes its notifications out of
-// every batch that has not started flushing. It returns the batches it
-// touched with their remaining item counts. Batch rows are locked in id
-// order first, so a concurrent flush either finishes before (and its items
-// stay sent) or sees the retraction.
-func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) (removed int, touched map[int64]int, err error) {
+// every batch that has not started flushing. It returns how many it
+// marked, and what it took out of each batch's count: a notification read
+// in the app (of a type with skip_read) left the count when it was read.
+// Batch rows are locked in id order first, so a concurrent flush either
+// finishes before (and its items stay sent) or sees the retraction.
+func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) (int, []Removal, error) {
 	if _, err := q.Exec(ctx, `UPDATE events SET retracted_at = $2 WHERE id = $1 AND retracted_at IS NULL`, eventID, now); err != nil {
 		return 0, nil, fmt.Errorf("retract event %d: %w", eventID, err)
 	}
@@ -215,29 +227,38 @@ func RetractEvent(ctx context.Context, q Querier, eventID int64, now time.Time) 
 	rows, err := q.Query(ctx, `
 		WITH gone AS (
 		    UPDATE notifications n SET retracted_at = $2
-		    FROM batches b
+		    FROM batches b, notification_types t
 		    WHERE n.event_id = $1 AND n.retracted_at IS NULL AND b.id = n.batch_id AND b.state = 'open'
-		    RETURNING n.batch_id
+		      AND t.key = n.type_key
+		    RETURNING n.batch_id, n.read_at IS NULL OR NOT t.skip_read AS counted
 		)
 		UPDATE batches b SET item_count = b.item_count - g.n
-		FROM (SELECT batch_id, count(*) AS n FROM gone GROUP BY batch_id) g
+		FROM (SELECT batch_id, count(*) AS marked, count(*) FILTER (WHERE counted) AS n FROM gone GROUP BY batch_id) g
 		WHERE b.id = g.batch_id
-		RETURNING b.id, b.item_count, g.n`, eventID, now)
+		RETURNING b.id, b.recipient_id, coalesce(b.type_key, ''), g.n, b.item_count, g.marked`, eventID, now)
 	if err != nil {
 		return 0, nil, fmt.Errorf("retract event %d: %w", eventID, err)
 	}
-	defer rows.Close()
-	touched = map[int64]int{}
-	for rows.Next() {
-		var id int64
-		var left, n int
-		if err := rows.Scan(&id, &left, &n); err != nil {
-			return 0, nil, err
-		}
-		touched[id] = left
-		removed += n
+	marked := 0
+	removals, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Removal, error) {
+		var r Removal
+		var n int
+		err := row.Scan(&r.BatchID, &r.RecipientID, &r.TypeKey, &r.Removed, &r.Left, &n)
+		marked += n
+		return r, err
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("retract event %d: %w", eventID, err)
 	}
-	return removed, touched, rows.Err()
+	return marked, removals, nil
+}
+
+func collectRemovals(rows pgx.Rows) ([]Removal, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Removal, error) {
+		var r Removal
+		err := row.Scan(&r.BatchID, &r.RecipientID, &r.TypeKey, &r.Removed, &r.Left)
+		return r, err
+	})
 }
 
 // ReclaimStuck releases batches left in "flushing" by a process that died:

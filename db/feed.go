@@ -77,7 +77,7 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // MarkRead marks notifications read (ids, or all created before before
 // when ids is empty) and takes them out of open batches of types with
 // skip_read, canceling batches left with nothing unread. It returns how
-// many were marked and the canceled batches.
+// many were marked and what it took out of each batch.
 //
 // The recipient's open batches are locked first, in the order ingest locks
 // batches (by batch key, in byte order), and only they are recounted, from
@@ -87,7 +87,7 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // A batch opened after the locks holds only notifications that arrived
 // meanwhile; its count is left alone, and its flush skips any of them
 // read.
-func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []int64, error) {
+func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open'
 		ORDER BY batch_key COLLATE "C" FOR UPDATE`, recipientID)
@@ -105,25 +105,28 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}
-	canceled, err := recountForRead(ctx, q, locked, now)
+	removals, err := recountForRead(ctx, q, locked, now)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}
-	return int(tag.RowsAffected()), canceled, nil
+	return int(tag.RowsAffected()), removals, nil
 }
 
 // recountForRead recounts the locked open batches ids from what is still
 // to send, cancels those left with nothing as read in the app, and
-// returns them.
-func recountForRead(ctx context.Context, q Querier, ids []int64, now time.Time) ([]int64, error) {
+// returns what it took out of each. The locks keep item_count still
+// between the CTE's read and the update.
+func recountForRead(ctx context.Context, q Querier, ids []int64, now time.Time) ([]Removal, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	rows, err := q.Query(ctx, `
 		WITH counts AS (
-		    SELECT n.batch_id AS id, count(*) FILTER (WHERE n.retracted_at IS NULL
+		    SELECT n.batch_id AS id, max(b.item_count) AS was,
+		           count(*) FILTER (WHERE n.retracted_at IS NULL
 		           AND (n.read_at IS NULL OR NOT t.skip_read)) AS left
 		    FROM notifications n
+		    JOIN batches b ON b.id = n.batch_id
 		    JOIN notification_types t ON t.key = n.type_key
 		    WHERE n.batch_id = ANY($1)
 		    GROUP BY n.batch_id
@@ -133,23 +136,11 @@ func recountForRead(ctx context.Context, q Querier, ids []int64, now time.Time) 
 		    reason = CASE WHEN c.left = 0 THEN 'read in app' ELSE b.reason END,
 		    processed_at = CASE WHEN c.left = 0 THEN $2 ELSE b.processed_at END
 		FROM counts c WHERE b.id = c.id AND b.item_count <> c.left
-		RETURNING b.id, c.left`, ids, now)
+		RETURNING b.id, b.recipient_id, coalesce(b.type_key, ''), c.was - c.left, c.left`, ids, now)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var canceled []int64
-	for rows.Next() {
-		var id int64
-		var left int
-		if err := rows.Scan(&id, &left); err != nil {
-			return nil, err
-		}
-		if left == 0 {
-			canceled = append(canceled, id)
-		}
-	}
-	return canceled, rows.Err()
+	return collectRemovals(rows)
 }
 
 // MarkSeen marks all of a recipient's notifications seen (the bell was

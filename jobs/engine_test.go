@@ -232,8 +232,12 @@ func TestRetractionRemovesItemsAndCancelsEmptyBatches(t *testing.T) {
 	if len(out) != 1 || out[0].To != "bob@example.com" {
 		t.Fatalf("emails after retraction: %d, want one to bob", len(out))
 	}
-	if n := b.count(t, "SELECT count(*) FROM skips WHERE reason = $1 AND batch_id = $2", db.SkipRetracted, carolBatch); n != 1 {
-		t.Fatalf("skip log lacks the retraction")
+	// Every notification not sent is in the skip log: carol's canceled
+	// batch, and the one taken out of bob's batch, which was sent.
+	for _, id := range []int64{carolBatch, keep.Batches[0].ID} {
+		if n := b.count(t, "SELECT coalesce(sum(items), 0) FROM skips WHERE reason = $1 AND batch_id = $2 AND event_id = $3", db.SkipRetracted, id, gone.ID); n != 1 {
+			t.Fatalf("skip log has %d retracted items for batch %d, want 1", n, id)
+		}
 	}
 }
 
@@ -472,6 +476,112 @@ func TestPreferencesCheckedAgainAtFlush(t *testing.T) {
 	}
 	if got := len(b.outbox(t)); got != 0 {
 		t.Fatalf("muted batch was sent")
+	}
+}
+
+// TestRetractingAReadNotificationKeepsTheBatch: a notification read in
+// the app has left its batch's count already; retracting its event must
+// not take it out again, or a batch left with one unread notification
+// counts none and is canceled with it.
+func TestRetractingAReadNotificationKeepsTheBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown", SkipRead: true})
+	b.recipient(t, "bob", "UTC")
+	read := b.post(t, "comment", "alice", "bob")
+	id := read.Batches[0].ID
+	b.post(t, "comment", "carol", "bob")
+	var first int64
+	if err := b.db.Pool.QueryRow(context.Background(), "SELECT min(id) FROM notifications").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.MarkRead(context.Background(), b.db.Pool, "bob", []int64{first}, time.Time{}, b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.engine.Retract(context.Background(), 1, itoa(read.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.batch(t, id); got.State != db.StateOpen || got.ItemCount != 1 || len(res.Canceled) != 0 {
+		t.Fatalf("batch %s with %d items (canceled %v), want open with carol's", got.State, got.ItemCount, res.Canceled)
+	}
+	if n := b.count(t, "SELECT count(*) FROM skips WHERE batch_id = $1 AND reason = $2", id, db.SkipRetracted); n != 0 {
+		t.Fatalf("skip log counts the read notification again as retracted (%d entries)", n)
+	}
+}
+
+// TestDigestKeepsItsCloseTimeWhenTheScheduleChanges: a digest opened
+// for 08:00 tomorrow still closes then after its recipient moves the
+// digest to 09:30 and another event joins at 09:45; computed again from
+// the new time, it would close at 09:30 today, before the event came.
+func TestDigestKeepsItsCloseTimeWhenTheScheduleChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily"})
+	b.recipient(t, "bob", "UTC")
+	first := b.post(t, "comment", "alice", "bob").Batches[0]
+	ctx := context.Background()
+	rec, err := db.GetRecipient(ctx, b.db.Bun, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.DailyAt = 9*60 + 30
+	if err := db.SavePreferences(ctx, b.db.Bun, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(45 * time.Minute)
+	b.post(t, "comment", "carol", "bob")
+	if got := b.batch(t, first.ID).ClosesAt; !got.Equal(first.ClosesAt) {
+		t.Fatalf("digest closes at %v after the schedule changed, want %v as it opened", got, first.ClosesAt)
+	}
+}
+
+// TestCanceledAtFlushNamesWhatItStillHeld: a batch muted before its flush,
+// one of whose two items was read in the app, is canceled as muted: the
+// read item left it (and was logged) when it was read, so the skip log
+// says each item's reason once.
+func TestCanceledAtFlushNamesWhatItStillHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown", SkipRead: true})
+	b.recipient(t, "bob", "UTC")
+	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
+	b.post(t, "comment", "carol", "bob")
+	var newest int64
+	if err := b.db.Pool.QueryRow(context.Background(), "SELECT max(id) FROM notifications").Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.MarkRead(context.Background(), b.db.Pool, "bob", []int64{newest}, time.Time{}, b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.setPref(t, "bob", "comment", "never", 0, -1)
+	b.clock.Advance(time.Hour)
+	b.flushDue(t)
+	if got := b.batch(t, id); got.State != db.StateCanceled || got.Reason != db.SkipMuted {
+		t.Fatalf("batch %s (%q), want canceled as muted", got.State, got.Reason)
+	}
+}
+
+// TestMutedAtFlushIsInTheSkipLog: a digest whose recipient muted one of
+// its types since it opened goes out without that type, and the skip log
+// says what was left out and why.
+func TestMutedAtFlushIsInTheSkipLog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily"})
+	b.saveType(t, db.Type{Key: "share", DefaultMode: "daily"})
+	b.recipient(t, "bob", "UTC")
+	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
+	b.post(t, "comment", "carol", "bob")
+	b.post(t, "share", "alice", "bob")
+	b.setPref(t, "bob", "comment", "never", 0, -1)
+	b.clock.Advance(24 * time.Hour)
+	b.flushDue(t)
+	if got := b.batch(t, id); got.State != db.StateSent {
+		t.Fatalf("digest is %s, want sent with the share", got.State)
+	}
+	if n := b.count(t, "SELECT coalesce(sum(items), 0) FROM skips WHERE reason = $1 AND batch_id = $2 AND type_key = 'comment'", db.SkipMuted, id); n != 2 {
+		t.Fatalf("skip log has %d muted comments for the digest, want 2", n)
 	}
 }
 

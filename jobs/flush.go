@@ -101,6 +101,9 @@ type sendPlan struct {
 	delivery *db.Delivery
 	// canceled says the batch was canceled instead: nothing to send.
 	canceled bool
+	// dropped is the skip log of what the recipient no longer wants,
+	// left out of an email that still goes out.
+	dropped []db.Skip
 }
 
 // prepared is what step one decided for one job: a plan to send, a
@@ -233,8 +236,13 @@ func (w *FlushWorker) startDeliveries(ctx context.Context, tx pgx.Tx, plans []*s
 		return nil
 	}
 	starts := make([]db.DeliveryStart, len(plans))
+	var dropped []db.Skip
 	for i, p := range plans {
 		starts[i] = db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject}
+		dropped = append(dropped, p.dropped...)
+	}
+	if err := db.InsertSkips(ctx, tx, dropped); err != nil {
+		return err
 	}
 	ds, err := db.StartDeliveries(ctx, tx, starts, w.AtMostOnce, now)
 	if err != nil {
@@ -323,58 +331,78 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 		return nil, 0, nil
 	}
 
-	content, reason, err := w.check(fc)
+	content, reason, dropped, err := w.check(fc)
 	if err != nil {
 		return nil, 0, err
 	}
 	if reason != "" {
 		return &sendPlan{batchID: b.ID, canceled: true}, 0, w.cancel(ctx, tx, b, reason, now)
 	}
-	return &sendPlan{batchID: b.ID, jobID: job.ID, closesAt: b.ClosesAt, content: content}, 0, nil
+	plan := &sendPlan{batchID: b.ID, jobID: job.ID, closesAt: b.ClosesAt, content: content}
+	if b.State == db.StateOpen {
+		// A flush taking over after a crash finds them logged already.
+		plan.dropped = dropped
+	}
+	return plan, 0, nil
 }
 
 // check looks at the recipient's preferences again: anything muted or
 // unsubscribed since the batch opened is dropped, and a reason is returned
-// when nothing is left to send.
-func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, string, error) {
+// when nothing is left to send. When something is left, it also returns
+// the skip log entries of what was muted or unsubscribed; items read in
+// the app left the batch, and were logged, when they were read.
+func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, string, []db.Skip, error) {
 	c := mailtemplates.BatchContent{Batch: fc.Batch, Types: fc.Types}
 	var rec *db.Recipient
 	policies := make(map[string]preferences.Policy, len(fc.Types))
 	for key, typ := range fc.Types {
 		rs, ok := fc.Settings[key]
 		if !ok {
-			return c, db.SkipInactive, nil
+			return c, db.SkipInactive, nil, nil
 		}
 		rec = &rs.Recipient
 		policies[key] = preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
 	}
+	// A batch left with nothing to send is canceled for what its item
+	// count still holds: items muted since it opened, or else items read
+	// in the app (which left the count, and were logged, when read), or
+	// else nothing (all were retracted).
 	reason := db.SkipRetracted
+	muted := map[string]int{} // type -> items dropped
 	for _, it := range fc.Items {
 		typ, ok := c.Types[it.TypeKey]
 		switch {
 		case !ok:
-			return c, "", fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
+			return c, "", nil, fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
 		case it.ReadAt != nil && typ.SkipRead:
 			reason = db.SkipRead
 		case policies[it.TypeKey].Mode == preferences.Never:
-			reason = db.SkipMuted
-			if rec.Unsubscribed {
-				reason = db.SkipUnsubscribed
-			}
+			muted[it.TypeKey]++
 		default:
 			c.Items = append(c.Items, it)
 		}
 	}
+	mutedWhy := db.SkipMuted
+	if rec != nil && rec.Unsubscribed {
+		mutedWhy = db.SkipUnsubscribed
+	}
+	if len(muted) > 0 {
+		reason = mutedWhy
+	}
 	switch {
 	case rec != nil && !rec.Active:
-		return c, db.SkipInactive, nil
+		return c, db.SkipInactive, nil, nil
 	case len(c.Items) == 0:
-		return c, reason, nil
+		return c, reason, nil, nil
 	case rec.Email == "":
-		return c, db.SkipNoEmail, nil
+		return c, db.SkipNoEmail, nil, nil
 	}
 	c.Recipient = rec
-	return c, "", nil
+	var dropped []db.Skip
+	for key, n := range muted {
+		dropped = append(dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: mutedWhy})
+	}
+	return c, "", dropped, nil
 }
 
 // renderOrNil renders c, or returns nil if rendering fails or panics: the

@@ -95,6 +95,7 @@ func (c *Config) vars() []configVar {
 			c.LogFormat = s
 			return nil
 		}},
+		{"LULL_MAX_DATA", strconv.Itoa(batching.DefaultMaxData), "largest data of one event, in bytes of compact JSON; larger events are refused", func(s string) (err error) { c.MaxData, err = strconv.Atoi(s); return err }},
 	}
 }
 
@@ -135,7 +136,6 @@ func newLogger(c *Config, w io.Writer) (app, river *slog.Logger) {
 	riverLevel := max(c.LogLevel, slog.LevelWarn)
 	if c.LogLevel <= slog.LevelDebug {
 		riverLevel = c.LogLevel
-		{"LULL_MAX_DATA", strconv.Itoa(batching.DefaultMaxData), "largest data of one event, in bytes of compact JSON; larger events are refused", func(s string) (err error) { c.MaxData, err = strconv.Atoi(s); return err }},
 	}
 	return slog.New(handler(c.LogLevel)), slog.New(handler(riverLevel))
 }

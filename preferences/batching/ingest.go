@@ -533,9 +533,15 @@ func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch
 	for i := range joined {
 		b := &joined[i]
 		rs := settings[b.RecipientID]
-		at := preferences.SettleClose(
-			preferences.Policy{Mode: preferences.Mode(b.Mode), Window: b.Window, MaxWait: b.MaxWait},
-			Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, maxItems(b.RecipientID))
+		at := b.ClosesAt
+		if mode := preferences.Mode(b.Mode); mode != preferences.Daily && mode != preferences.Weekly {
+			// A digest keeps the close time it opened with, as every batch
+			// keeps its window: a digest time changed since applies to the
+			// next digest. Computed again from today's schedule, it could
+			// even lie in the past.
+			at = preferences.SettleClose(preferences.Policy{Mode: mode, Window: b.Window, MaxWait: b.MaxWait},
+				Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, maxItems(b.RecipientID))
+		}
 		if !at.Equal(b.ClosesAt) {
 			ids, closes = append(ids, b.ID), append(closes, at)
 		}

@@ -34,7 +34,8 @@ func (ref EventRef) find(ctx context.Context, tx pgx.Tx, apiKeyID int64) (int64,
 }
 
 // Retract takes an event's notifications out of every batch that has not
-// flushed; a batch left empty is canceled rather than sent.
+// flushed, and records in the skip log how many left each; a batch left
+// empty is canceled rather than sent.
 func (e *Engine) Retract(ctx context.Context, apiKeyID int64, ref EventRef) (*RetractResult, error) {
 	res := &RetractResult{Canceled: []int64{}}
 	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
@@ -44,25 +45,23 @@ func (e *Engine) Retract(ctx context.Context, apiKeyID int64, ref EventRef) (*Re
 		}
 		res.EventID = id
 		now := e.now()
-		removed, touched, err := db.RetractEvent(ctx, tx, id, now)
+		marked, removals, err := db.RetractEvent(ctx, tx, id, now)
 		if err != nil {
 			return err
 		}
-		res.Removed = removed
+		res.Removed = marked
 		var skips []db.Skip
-		for bid, left := range touched {
-			if left > 0 {
+		for i, r := range removals {
+			if r.Removed > 0 {
+				skips = append(skips, db.Skip{RecipientID: r.RecipientID, TypeKey: r.TypeKey, BatchID: &removals[i].BatchID, EventID: &id, Items: r.Removed, Reason: db.SkipRetracted})
+			}
+			if r.Left > 0 {
 				continue
 			}
-			if err := db.SetBatchState(ctx, tx, bid, db.StateCanceled, db.SkipRetracted, 0, now); err != nil {
+			if err := db.SetBatchState(ctx, tx, r.BatchID, db.StateCanceled, db.SkipRetracted, 0, now); err != nil {
 				return err
 			}
-			b, err := db.GetBatch(ctx, tx, bid)
-			if err != nil {
-				return err
-			}
-			skips = append(skips, db.Skip{RecipientID: b.RecipientID, TypeKey: deref(b.TypeKey), BatchID: &bid, EventID: &id, Reason: db.SkipRetracted})
-			res.Canceled = append(res.Canceled, bid)
+			res.Canceled = append(res.Canceled, r.BatchID)
 		}
 		sort.Slice(res.Canceled, func(i, j int) bool { return res.Canceled[i] < res.Canceled[j] })
 		return db.InsertSkips(ctx, tx, skips)
