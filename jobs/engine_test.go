@@ -498,7 +498,7 @@ func TestRetractingAReadNotificationKeepsTheBatch(t *testing.T) {
 	if _, _, err := db.MarkRead(context.Background(), b.db.Pool, "bob", []int64{first}, time.Time{}, b.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.engine.Retract(context.Background(), 1, itoa(read.ID))
+	res, err := b.engine.Retract(context.Background(), 1, batching.EventRef{ID: read.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

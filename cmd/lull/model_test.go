@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db/dbtest"
-	"github.com/lull-dev/lull/jobs/mailer/smtptest"
+	"github.com/lull-dev/lull/mail/smtptest"
 	"github.com/lull-dev/lull/mailtemplates"
 )
 
