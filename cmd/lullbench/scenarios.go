@@ -259,8 +259,10 @@ func (w waveResult) lateness() string {
 }
 
 // dueAt moves the open digests of the recipients named prefix… to close
-// three seconds from now, perSecond of them a second (0: all at once),
-// waits until all are sent and measures the lateness of their sends.
+// ten seconds from now, perSecond of them a second (0: all at once), and
+// the wakes that write their flush jobs to now, ten seconds ahead as
+// lull schedules them; then waits until all are sent and measures the
+// lateness of their sends.
 func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveResult, error) {
 	spacing := 0.0
 	if perSecond > 0 {
@@ -275,8 +277,9 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 			return waveResult{}, err
 		}
 	}
-	// Pair each batch with its flush job first, so that the timed updates
-	// join on primary keys and commit well before the first close.
+	// List the batches first, so that the timed updates join on primary
+	// keys and commit well before the first close. The digests were opened
+	// by fan-outs, so their flush jobs are still to be written by wakes.
 	tx, err := b.conn.Begin(ctx)
 	if err != nil {
 		return waveResult{}, err
@@ -284,19 +287,24 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `
 		CREATE TEMP TABLE due ON COMMIT DROP AS
-		SELECT b.id AS batch_id, j.id AS job_id, row_number() OVER (ORDER BY b.id) - 1 AS n
-		FROM batches b JOIN river_job j ON j.kind = 'flush_batch' AND j.state = 'scheduled' AND (j.args->>'batch_id')::bigint = b.id
+		SELECT b.id AS batch_id, row_number() OVER (ORDER BY b.id) - 1 AS n
+		FROM batches b
 		WHERE b.state = 'open' AND b.batch_key = 'digest:daily' AND b.recipient_id LIKE $1 || '%'`, prefix); err != nil {
 		return waveResult{}, err
 	}
-	at := time.Now().Add(3 * time.Second)
-	for _, q := range []string{
-		`UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n) FROM due WHERE b.id = due.batch_id`,
-		`UPDATE river_job j SET scheduled_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n) FROM due WHERE j.id = due.job_id`,
-	} {
-		if _, err := tx.Exec(ctx, q, at, spacing); err != nil {
-			return waveResult{}, err
-		}
+	at := time.Now().Add(10 * time.Second)
+	if _, err := tx.Exec(ctx, `UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n)
+		FROM due WHERE b.id = due.batch_id`, at, spacing); err != nil {
+		return waveResult{}, err
+	}
+	woken, err := tx.Exec(ctx, `UPDATE river_job SET scheduled_at = now()
+		WHERE kind = 'wake_flushes' AND state = 'scheduled'
+		  AND (args->>'last')::bigint >= (SELECT min(batch_id) FROM due) AND (args->>'first')::bigint <= (SELECT max(batch_id) FROM due)`)
+	if err != nil {
+		return waveResult{}, err
+	}
+	if woken.RowsAffected() == 0 {
+		return waveResult{}, fmt.Errorf("no wake writes the flush jobs of the %s… digests", prefix)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return waveResult{}, err
