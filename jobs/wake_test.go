@@ -176,6 +176,10 @@ func TestFanOutIsFlushedOnceOnTimeThroughWakes(t *testing.T) {
 		t.Fatalf("%d wakes for batches closing together, want 1", n)
 	}
 
+	// The console lists the wake with the batch's jobs until it has one.
+	if js, err := db.ListJobs(context.Background(), b.db.Pool, nil, res.Batches[0].ID, 10); err != nil || len(js) != 1 || js[0].Kind != "wake_flushes" {
+		t.Fatalf("a fan-out batch's jobs: %+v, %v; want its wake", js, err)
+	}
 	b.clock.Set(closes.Add(-time.Minute))
 	b.runJobs(t)
 	if n := b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'flush_batch'`); n != 0 {
@@ -229,6 +233,10 @@ func TestFanOutDigestsInSeveralZones(t *testing.T) {
 	b.checkFlushedOnceOnTime(t)
 	if n := b.count(t, `SELECT count(*) FROM batches WHERE state = 'sent'`); n != fanOutSize {
 		t.Fatalf("%d digests sent, want %d", n, fanOutSize)
+	}
+	// Each wake wrote the jobs of its own range only.
+	if n := b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'flush_batch'`); n != fanOutSize {
+		t.Fatalf("%d flush jobs for %d digests, want one each", n, fanOutSize)
 	}
 	if got := b.batch(t, moved.ID); got.ItemCount != 2 || !got.FlushingAt.Equal(moved.ClosesAt) {
 		t.Fatalf("moved digest: %d items flushed at %v, want 2 at %v", got.ItemCount, got.FlushingAt, moved.ClosesAt)
