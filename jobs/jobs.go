@@ -1,6 +1,7 @@
 // Package jobs holds lull's River workers: the flush that turns a batch into
-// an email, the wake that writes a fan-out's flush jobs, the sweep that catches any due batch without a job, and the
-// maintenance of partitions and retention. One file per job kind.
+// an email, the wake that writes a fan-out's flush jobs, the sweep that
+// catches any due batch without a job, and the maintenance of partitions
+// and retention. One file per job kind.
 package jobs
 
 import (

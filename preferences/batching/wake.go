@@ -9,7 +9,7 @@ import (
 
 // A fan-out does not give each batch it opens a flush job of its own: for
 // 100,000 new batches that was 100,000 River jobs written in the request,
-// a third of its time. It schedules wakes instead, a few small jobs that
+// a quarter of its time. It schedules wakes instead, a few small jobs that
 // write those flush jobs shortly before the batches close. Each batch
 // still gets its own flush job, with its retries and ownership; only
 // later, and outside the request.
