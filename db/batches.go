@@ -157,6 +157,34 @@ func DueBatches(ctx context.Context, q Querier, now time.Time, limit int) ([]int
 	return collectIDs(rows)
 }
 
+// BatchClose is a batch's id and close time.
+type BatchClose struct {
+	ID       int64
+	ClosesAt time.Time
+}
+
+// FanOutBatches returns, in id order and at most limit of them, the open
+// batches with an id above after and up to last that were opened at
+// opened, closing before until (any time when until is zero): the batches
+// a fan-out opened, for its wake job (package batching, wake.go). It
+// reads a range of the primary key; the opening instant leaves out the
+// batches other events opened in between.
+func FanOutBatches(ctx context.Context, q Querier, after, last int64, opened, until time.Time, limit int) ([]BatchClose, error) {
+	rows, err := q.Query(ctx, `
+		SELECT id, closes_at FROM batches
+		WHERE id > $1 AND id <= $2 AND opened_at = $3 AND state = 'open'
+		  AND ($4::timestamptz IS NULL OR closes_at < $4)
+		ORDER BY id LIMIT $5`, after, last, opened, nullTime(until), limit)
+	if err != nil {
+		return nil, fmt.Errorf("fan-out batches: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BatchClose])
+	if err != nil {
+		return nil, fmt.Errorf("fan-out batches: %w", err)
+	}
+	return out, nil
+}
+
 // BatchFilter selects batches for the operator listing.
 type BatchFilter struct {
 	State     string

@@ -159,13 +159,17 @@ func JobCounts(ctx context.Context, q Querier) ([]JobCount, error) {
 }
 
 // ListJobs returns River jobs in states, soonest scheduled first, or the
-// jobs of one batch when batchID > 0.
+// jobs of one batch when batchID > 0: its flush jobs, and the wakes of the
+// fan-out that opened it, which write its flush job shortly before it
+// closes (see package batching, wake.go).
 func ListJobs(ctx context.Context, q Querier, states []string, batchID int64, limit int) ([]Job, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id, kind, state::text, attempt, max_attempts, scheduled_at, args::text,
 		       coalesce(errors[array_length(errors, 1)]->>'error', '')
 		FROM river_job
 		WHERE ($2 > 0 AND kind = 'flush_batch' AND (args->>'batch_id')::bigint = $2)
+		   OR ($2 > 0 AND kind = 'wake_flushes' AND $2 BETWEEN (args->>'first')::bigint AND (args->>'last')::bigint
+		       AND (args->>'opened_at')::timestamptz = (SELECT opened_at FROM batches WHERE id = $2))
 		   OR ($2 = 0 AND state::text = ANY($1))
 		ORDER BY scheduled_at, id LIMIT $3`, states, batchID, limit)
 	if err != nil {

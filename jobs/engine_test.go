@@ -642,7 +642,32 @@ func TestFanOutIsOneNotificationPerRecipient(t *testing.T) {
 	if res.Notifications != n || len(res.Batches) != n {
 		t.Fatalf("fan-out made %d notifications in %d batches, want %d", res.Notifications, len(res.Batches), n)
 	}
-	if got := b.count(t, "SELECT count(*) FROM river_job WHERE kind = 'flush_batch'"); got != n {
-		t.Fatalf("%d flush jobs scheduled, want %d", got, n)
+	// Their batches close together: one wake writes their flush jobs later.
+	if got := b.count(t, "SELECT count(*) FROM river_job WHERE kind = 'wake_flushes'"); got != 1 {
+		t.Fatalf("%d wakes scheduled, want 1", got)
+	}
+}
+
+// TestBatchOfADeletedRecipientIsCanceled: lull never deletes recipients,
+// so batches carry no foreign key to them; a recipient deleted by hand
+// leaves its batch to be canceled at flush, not sent and not stuck.
+func TestBatchOfADeletedRecipientIsCanceled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown"})
+	b.recipient(t, "bob", "UTC")
+	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
+	if _, err := b.db.Pool.Exec(context.Background(), `DELETE FROM recipients WHERE id = 'bob'`); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Hour)
+	if n := b.flushDue(t); n != 1 {
+		t.Fatalf("%d batches due, want bob's", n)
+	}
+	if got := b.batch(t, id); got.State != db.StateCanceled || got.Reason != db.SkipInactive {
+		t.Fatalf("batch of a deleted recipient is %s (%q), want canceled as inactive", got.State, got.Reason)
+	}
+	if n := len(b.outbox(t)); n != 0 {
+		t.Fatalf("%d emails to a deleted recipient", n)
 	}
 }

@@ -1,6 +1,7 @@
 // Package jobs holds lull's River workers: the flush that turns a batch into
-// an email, the sweep that catches any due batch without a job, and the
-// maintenance of partitions and retention. One file per job kind.
+// an email, the wake that writes a fan-out's flush jobs, the sweep that
+// catches any due batch without a job, and the maintenance of partitions
+// and retention. One file per job kind.
 package jobs
 
 import (
@@ -44,6 +45,8 @@ type Config struct {
 func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, insertOnly bool) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, flush)
+	wake := &WakeWorker{DB: d}
+	river.AddWorker(workers, wake)
 	river.AddWorker(workers, &SweepWorker{DB: d, RescueAfter: cfg.RescueAfter, Now: flush.Now})
 	river.AddWorker(workers, &PromoteWorker{DB: d})
 	river.AddWorker(workers, &RetentionWorker{DB: d, Retention: cfg.Retention, Logger: logger})
@@ -70,7 +73,12 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 			}, &river.PeriodicJobOpts{RunOnStart: true}),
 		}
 	}
-	return river.NewClient(riverpgxv5.New(d.Pool), rc)
+	client, err := river.NewClient(riverpgxv5.New(d.Pool), rc)
+	if err != nil {
+		return nil, err
+	}
+	wake.Scheduler = &Scheduler{Client: client}
+	return client, nil
 }
 
 // Scheduler inserts flush jobs with a River client; it is what the batching
@@ -99,5 +107,23 @@ func (s *Scheduler) ScheduleFlushes(ctx context.Context, tx pgx.Tx, fl []batchin
 		return err
 	}
 	_, err := s.Client.InsertManyFastTx(ctx, tx, params)
+	return err
+}
+
+// ScheduleWakes inserts one wake job per request, due wakeAhead before its
+// first batch closes.
+func (s *Scheduler) ScheduleWakes(ctx context.Context, tx pgx.Tx, wakes []batching.Wake) error {
+	if len(wakes) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(wakes))
+	for i, w := range wakes {
+		args := WakeArgs{First: w.First, Last: w.Last, OpenedAt: w.OpenedAt}
+		if !w.Until.IsZero() {
+			args.Until = &w.Until
+		}
+		params[i] = river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{ScheduledAt: w.At.Add(-wakeAhead)}}
+	}
+	_, err := s.Client.InsertManyTx(ctx, tx, params)
 	return err
 }

@@ -28,8 +28,9 @@ const (
 	promoteAhead = 3 * time.Second
 )
 
-// Promoter promotes imminent flush jobs in every lull process, so flushes
-// start on time whichever processes are alive, the leader or not. Several
+// Promoter promotes imminent flush jobs, and the wakes that write a
+// fan-out's flush jobs, in every lull process, so flushes start on time
+// whichever processes are alive, the leader or not. Several
 // processes promoting at once skip each other's rows.
 type Promoter struct {
 	DB     *db.DB
@@ -64,7 +65,7 @@ func promote(ctx context.Context, d *db.DB) error {
 		UPDATE river_job SET state = 'available'
 		WHERE id IN (
 			SELECT id FROM river_job
-			WHERE state = 'scheduled' AND queue = 'default' AND kind = 'flush_batch'
+			WHERE state = 'scheduled' AND queue = 'default' AND kind IN ('flush_batch', 'wake_flushes')
 			  AND scheduled_at <= now() + make_interval(secs => $1)
 			FOR UPDATE SKIP LOCKED)`, promoteAhead.Seconds())
 	if err != nil {

@@ -18,13 +18,21 @@ import (
 type lullProcess struct {
 	cmd  *exec.Cmd
 	base string
+	bin  string
 }
 
 const benchKey = "lull_bench_key"
 
 func startLull(ctx context.Context, dbURL, smtpURL string, workers int) (*lullProcess, error) {
-	bin := filepath.Join(os.TempDir(), "lull-bench-bin")
+	// A folder of its own: another checkout benchmarking on the same
+	// machine must not replace the binary between its build and its start.
+	dir, err := os.MkdirTemp("", "lull-bench-")
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(dir, "lull")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/lull").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("build lull: %w\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "serve")
@@ -38,7 +46,7 @@ func startLull(ctx context.Context, dbURL, smtpURL string, workers int) (*lullPr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &lullProcess{cmd: cmd}
+	p := &lullProcess{cmd: cmd, bin: bin}
 	re := regexp.MustCompile(`listening on (http://\S+)`)
 	found := make(chan string, 1)
 	go func() {
@@ -61,6 +69,7 @@ func startLull(ctx context.Context, dbURL, smtpURL string, workers int) (*lullPr
 func (p *lullProcess) stop() {
 	p.cmd.Process.Signal(os.Interrupt)
 	p.cmd.Wait()
+	os.RemoveAll(filepath.Dir(p.bin))
 }
 
 // peakRSS is the process's high-water resident memory (VmHWM), in MB.

@@ -34,6 +34,8 @@ type bench struct {
 	conn   *pgx.Conn
 	report *report
 	pgBin  string
+	// postmaster is the pid of the cluster's postmaster, for cpuSeconds.
+	postmaster string
 }
 
 func main() {
@@ -56,7 +58,8 @@ func run(ctx context.Context, quick bool, workers int, only, out string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{quick: quick, server: cluster.URL("postgres"), dbURL: cluster.URL("lull_bench"), report: newReport(quick, workers)}
+	b := &bench{quick: quick, server: cluster.URL("postgres"), dbURL: cluster.URL("lull_bench"), report: newReport(quick, workers),
+		postmaster: postmasterPID(cluster.Dir)}
 	b.pgBin = filepath.Dir(findPgbench())
 	if err := b.freshDatabase(ctx); err != nil {
 		return err

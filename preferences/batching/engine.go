@@ -16,10 +16,12 @@ import (
 	"github.com/lull-dev/lull/db/coalesce"
 )
 
-// Scheduler enqueues flush jobs in the caller's transaction, so a batch and
-// its timer commit together. The jobs package implements it; tests may too.
+// Scheduler enqueues flush jobs, and the wakes that enqueue a fan-out's
+// flush jobs later, in the caller's transaction, so a batch and its timer
+// commit together. The jobs package implements it; tests may too.
 type Scheduler interface {
 	ScheduleFlushes(ctx context.Context, tx pgx.Tx, flushes []Flush) error
+	ScheduleWakes(ctx context.Context, tx pgx.Tx, wakes []Wake) error
 }
 
 // Flush asks for batch BatchID to be flushed at At.

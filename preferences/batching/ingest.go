@@ -267,6 +267,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		return nil, err
 	}
 	ids := m.ids
+	if len(ids) >= wakeFrom {
+		in.wake = &wakeSet{}
+	}
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request.
@@ -288,6 +291,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			return nil, err
 		}
 	}
+	if err := in.Scheduler.ScheduleWakes(ctx, tx, in.wake.wakes()); err != nil {
+		return nil, fmt.Errorf("schedule wakes: %w", err)
+	}
 	return m.res, in.finish(ctx)
 }
 
@@ -297,6 +303,9 @@ type ingestion struct {
 	tx      pgx.Tx
 	now     time.Time
 	members []*member
+	// wake gathers the batches a fan-out opens, whose flush jobs wake
+	// jobs write later (see wake.go); nil for smaller events.
+	wake *wakeSet
 }
 
 // member is one event of an ingestion.
@@ -416,7 +425,7 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 	var flushes []Flush
 	err = db.PipelineTx(ctx, in.tx, func(q db.Querier) error {
 		maxItems := func(id string) int { return owner(id).typ.MaxItems }
-		if flushes, err = settleCloseTimes(ctx, q, joined, maxItems, settings, in.now); err != nil {
+		if flushes, err = settleCloseTimes(ctx, q, joined, maxItems, settings, in.now, in.wake); err != nil {
 			return err
 		}
 		if err := db.InsertNotifications(ctx, q, ns); err != nil {
@@ -525,8 +534,9 @@ func (in *ingestion) finish(ctx context.Context) error {
 // moved, and returns the flushes to schedule: one for every new batch and
 // one for every batch that must now close earlier than its job expects. A
 // batch whose window slid later needs no new job: its job, waking early,
-// snoozes until the new time.
-func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch, maxItems func(recipientID string) int, settings map[string]db.RecipientSettings, now time.Time) ([]Flush, error) {
+// snoozes until the new time. A fan-out's new batches go to its wake
+// instead, when it has one.
+func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch, maxItems func(recipientID string) int, settings map[string]db.RecipientSettings, now time.Time, wake *wakeSet) ([]Flush, error) {
 	var ids []int64
 	var closes []time.Time
 	var flushes []Flush
@@ -545,7 +555,10 @@ func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch
 		if !at.Equal(b.ClosesAt) {
 			ids, closes = append(ids, b.ID), append(closes, at)
 		}
-		if b.Inserted || at.Before(b.ClosesAt) {
+		switch {
+		case b.Inserted && wake != nil:
+			wake.add(b, at)
+		case b.Inserted || at.Before(b.ClosesAt):
 			flushes = append(flushes, Flush{BatchID: b.ID, At: at})
 		}
 		b.ClosesAt = at
