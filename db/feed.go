@@ -24,7 +24,7 @@ func Feed(ctx context.Context, q Querier, recipientID string, before int64, limi
 		FROM notifications n
 		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
 		WHERE n.recipient_id = $1 AND n.retracted_at IS NULL
-		  AND ($2 = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
+		  AND ($2::bigint = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
 		ORDER BY n.id DESC LIMIT $3`, recipientID, before, limit, unreadOnly)
 	if err != nil {
 		return nil, false, fmt.Errorf("feed: %w", err)
