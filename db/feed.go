@@ -80,7 +80,10 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // many were marked and what it took out of each batch.
 //
 // The recipient's open batches are locked first, in the order ingest locks
-// batches (by batch key, in byte order), and only they are recounted, from
+// batches (by batch key, in byte order), then by id: a full batch stays
+// open beside the next one of its key until its flush, and two mark-reads
+// taking such a pair in different orders deadlocked. Only the locked
+// batches are recounted, from
 // a snapshot taken under those locks. Without the locks, an event joining
 // a batch between the recount's snapshot and its update made the batch
 // look emptied and canceled it with the new, unread notification inside.
@@ -90,7 +93,7 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open'
-		ORDER BY batch_key COLLATE "C" FOR UPDATE`, recipientID)
+		ORDER BY batch_key COLLATE "C", id FOR UPDATE`, recipientID)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
 	}
