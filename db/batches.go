@@ -207,7 +207,7 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 		SELECT `+batchColumns+` FROM batches
 		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR recipient_id = $2)
 		  AND ($3 = '' OR type_key = $3) AND ($4 = '' OR batch_key = $4)
-		  AND ($5 = 0 OR id < $5)
+		  AND ($5::bigint = 0 OR id < $5)
 		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)
 		ORDER BY id DESC LIMIT $6`, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
 	if err != nil {

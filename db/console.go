@@ -167,7 +167,7 @@ func ListJobs(ctx context.Context, q Querier, states []string, batchID int64, li
 		SELECT id, kind, state::text, attempt, max_attempts, scheduled_at, args::text,
 		       coalesce(errors[array_length(errors, 1)]->>'error', '')
 		FROM river_job
-		WHERE ($2 > 0 AND kind = 'flush_batch' AND (args->>'batch_id')::bigint = $2)
+		WHERE ($2::bigint > 0 AND kind = 'flush_batch' AND (args->>'batch_id')::bigint = $2)
 		   OR ($2 > 0 AND kind = 'wake_flushes' AND $2 BETWEEN (args->>'first')::bigint AND (args->>'last')::bigint
 		       AND (args->>'opened_at')::timestamptz = (SELECT opened_at FROM batches WHERE id = $2))
 		   OR ($2 = 0 AND state::text = ANY($1))

@@ -182,7 +182,7 @@ type SkipEntry struct {
 func ListSkips(ctx context.Context, q Querier, batchID int64, recipientID string, limit int) ([]SkipEntry, error) {
 	rows, err := q.Query(ctx, `
 		SELECT created_at, recipient_id, type_key, event_id, batch_id, items, reason FROM skips
-		WHERE ($1 > 0 AND batch_id = $1) OR ($1 = 0 AND recipient_id = $2)
+		WHERE ($1::bigint > 0 AND batch_id = $1) OR ($1 = 0 AND recipient_id = $2)
 		ORDER BY id DESC LIMIT $3`, batchID, recipientID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("skip log: %w", err)
@@ -230,7 +230,7 @@ func InsertOutbox(ctx context.Context, q Querier, m *OutboxMessage) error {
 func ListOutbox(ctx context.Context, q Querier, batchID, before int64, limit int) ([]OutboxMessage, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id, created_at, message_id, batch_id, from_address, to_address, subject, headers, text_body, html_body
-		FROM outbox WHERE ($1 = 0 OR batch_id = $1) AND ($2 = 0 OR id < $2)
+		FROM outbox WHERE ($1::bigint = 0 OR batch_id = $1) AND ($2::bigint = 0 OR id < $2)
 		ORDER BY id DESC LIMIT $3`, batchID, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)

@@ -24,7 +24,7 @@ func Feed(ctx context.Context, q Querier, recipientID string, before int64, limi
 		FROM notifications n
 		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
 		WHERE n.recipient_id = $1 AND n.retracted_at IS NULL
-		  AND ($2 = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
+		  AND ($2::bigint = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
 		ORDER BY n.id DESC LIMIT $3`, recipientID, before, limit, unreadOnly)
 	if err != nil {
 		return nil, false, fmt.Errorf("feed: %w", err)
@@ -80,7 +80,10 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // many were marked and what it took out of each batch.
 //
 // The recipient's open batches are locked first, in the order ingest locks
-// batches (by batch key, in byte order), and only they are recounted, from
+// batches (by batch key, in byte order), then by id: a full batch stays
+// open beside the next one of its key until its flush, and two mark-reads
+// taking such a pair in different orders deadlocked. Only the locked
+// batches are recounted, from
 // a snapshot taken under those locks. Without the locks, an event joining
 // a batch between the recount's snapshot and its update made the batch
 // look emptied and canceled it with the new, unread notification inside.
@@ -90,7 +93,7 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open'
-		ORDER BY batch_key COLLATE "C" FOR UPDATE`, recipientID)
+		ORDER BY batch_key COLLATE "C", id FOR UPDATE`, recipientID)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
 	}

@@ -26,10 +26,12 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request) {
 }
 
 // retractEvent takes an event's notifications out of unsent batches:
-// DELETE /api/v1/events/{id} names the event by its id only.
+// DELETE /api/v1/events/{id} names the event by its id only, written as
+// lull answered it: "007" or "+7" may be a key sent where the id goes,
+// and must not retract event 7.
 func (s *Server) retractEvent(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != r.PathValue("id") {
 		s.problem(w, r, Invalid(FieldError{"id", "must be an event id (a positive number); " +
 			"to retract by idempotency key, use DELETE /api/v1/events?key=..."}))
 		return

@@ -17,9 +17,11 @@ type Optional[T any] struct {
 
 // UnmarshalJSON is called only for a field that is in the body, null
 // included. The value is decoded as strictly as the body around it, so
-// a misspelt field inside it is still refused.
+// a misspelt field inside it is still refused. It starts afresh each
+// time, so a field sent twice counts as its last value, not as a mix of
+// the two (a null first, then quiet hours, cleared them).
 func (o *Optional[T]) UnmarshalJSON(b []byte) error {
-	o.Set = true
+	*o = Optional[T]{Set: true}
 	if string(b) == "null" {
 		o.Null = true
 		return nil

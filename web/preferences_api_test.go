@@ -269,3 +269,22 @@ func storedRecipient(t *testing.T, a *apiBundle, id string) db.Recipient {
 	}
 	return db.Recipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale, Active: r.Active}
 }
+
+// TestPreferencesPutDuplicateFieldLastWins: a field sent twice counts as
+// its last value, as elsewhere in encoding/json. A null sent first used
+// to stay behind: quiet hours sent after a null were cleared instead.
+func TestPreferencesPutDuplicateFieldLastWins(t *testing.T) {
+	t.Parallel()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com"}`, 200)
+	got := a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences",
+		`{"quiet_hours":null,"quiet_hours":{"start":"22:00","end":"07:00"}}`, 200)
+	if q, _ := got["quiet_hours"].(map[string]any); q["start"] != "22:00" || q["end"] != "07:00" {
+		t.Fatalf("quiet hours sent after a null = %v, want 22:00–07:00", got["quiet_hours"])
+	}
+	got = a.mustCall(t, "PUT", "/api/v1/recipients/u_bob",
+		`{"name":null,"name":"Bob"}`, 200)
+	if got["name"] != "Bob" {
+		t.Fatalf("name sent after a null = %v, want Bob", got["name"])
+	}
+}

@@ -112,3 +112,25 @@ func TestRetractSeesOnlyItsOwnAPIKeysEvents(t *testing.T) {
 	}
 	a.mustCall(t, "DELETE", "/api/v1/events?key=shared", "", 200)
 }
+
+// TestRetractByIDTakesTheIDAsAnswered: the id in DELETE
+// /api/v1/events/{id} is read only in the form lull answers it. A key
+// such as "007" or "+7", sent where the id goes (as retraction by key
+// used to be), would otherwise retract event 7.
+func TestRetractByIDTakesTheIDAsAnswered(t *testing.T) {
+	t.Parallel()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"default_mode":"cooldown","window":"5m"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com"}`, 200)
+	ev := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"]}`, 202)
+	id := itoa(int64(ev["id"].(float64)))
+	for _, path := range []string{"0" + id, "00" + id, "+" + id, url.PathEscape("+" + id)} {
+		status, p := a.call(t, "DELETE", "/api/v1/events/"+path, "")
+		if status != http.StatusUnprocessableEntity || fieldOf(p) != "id" {
+			t.Errorf("DELETE /api/v1/events/%s = %d naming %q, want 422 naming id", path, status, fieldOf(p))
+		}
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM events WHERE retracted_at IS NOT NULL"); n != 0 {
+		t.Fatalf("%d events retracted by ids not in the form lull answered", n)
+	}
+}
