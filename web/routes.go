@@ -16,7 +16,7 @@ func (s *Server) Handler() http.Handler {
 	// Every handler that reads the request's values sits behind checkText
 	// (after authentication, which it must not change the answer of).
 	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.apiAuth(s.checkText(h))) }
-	api("POST /api/v1/events", s.createEvent)
+	api("POST /api/v1/events", s.bigBodies.gate(s.createEvent))
 	api("DELETE /api/v1/events/{id}", s.retractEvent)
 	api("DELETE /api/v1/events", s.retractEventByKey)
 	api("PUT /api/v1/recipients/{id}", s.putRecipient)
@@ -35,7 +35,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/batches/{id}", s.getBatch)
 	api("POST /api/v1/batches/{id}/flush", s.flushBatch)
 	api("POST /api/v1/batches/{id}/cancel", s.cancelBatch)
-	api("POST /api/v1/simulations", s.createSimulation)
+	api("POST /api/v1/simulations", s.bigBodies.gate(s.createSimulation))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errNotFound) })
 
 	page := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.checkText(h)) }

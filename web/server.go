@@ -48,6 +48,8 @@ type Server struct {
 	// feed streams, which never finish by themselves.
 	draining  chan struct{}
 	drainOnce sync.Once
+	// bigBodies bounds how many requests read a large body at once.
+	bigBodies largeBodies
 }
 
 // init builds what the handlers share; Handler calls it once.
@@ -59,6 +61,7 @@ func (s *Server) init() {
 		s.loginLimiter = newLimiter(10, 6*time.Second)
 		s.accountLimiter = newLimiter(10, 30*time.Second)
 		s.draining = make(chan struct{})
+		s.bigBodies = make(largeBodies, 2)
 	})
 }
 
