@@ -41,7 +41,7 @@ func (s *Server) apiAuth(next http.Handler) http.Handler {
 			s.problem(w, r, errUnauthorized)
 			return
 		}
-		id, err := s.DB.APIKeyID(r.Context(), strings.TrimSpace(token))
+		id, err := db.APIKeyID(r.Context(), s.DB.Pool, strings.TrimSpace(token))
 		if errors.Is(err, db.ErrNotFound) {
 			s.problem(w, r, errUnauthorized)
 			return

@@ -124,7 +124,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnprocessableEntity, views.Settings(v))
 		return
 	}
-	if err := db.SavePreferences(ctx, s.DB.Bun, rec, withoutDefaults(rows, types)); err != nil {
+	if err := db.SavePreferences(ctx, s.DB.Pool, rec, withoutDefaults(rows, types)); err != nil {
 		s.pageError(w, r, err)
 		return
 	}
