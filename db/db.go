@@ -2,9 +2,11 @@
 // models, and the queries, one file per aggregate: recipients.go (people
 // and their choices), types.go, events.go, batches.go (batches, their
 // items, ingest's joins and the flush's locks), deliveries.go (sends,
-// attempts, skips, the outbox), feed.go, and the operator's side:
-// operators.go, apikeys.go, settings.go, audit.go, console.go (the
-// dashboard's counts), partitions.go and prune.go (retention).
+// attempts, skips, the outbox), feed.go, simulate.go (what a replay
+// reads), and the operator's side: operators.go, operator_sessions.go,
+// apikeys.go, settings.go, audit.go, console.go (the dashboard's counts),
+// partitions.go and prune.go (retention). db.go, querier.go and
+// migrate.go are the connection.
 //
 // One pgx pool serves everything, with two handles on it, and which one
 // a query takes follows one rule:

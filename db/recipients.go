@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -153,4 +154,123 @@ func TypePreferences(ctx context.Context, q Querier, recipientID string) (map[st
 		m[p.TypeKey] = p
 	}
 	return m, nil
+}
+
+// RecipientSettings is what the engine needs to route one notification:
+// the recipient's calendar and their stored choice for the event's type.
+type RecipientSettings struct {
+	Recipient
+	Pref *TypePreference // nil: follow the type's defaults
+}
+
+// LoadRecipientSettings loads recipients ids with their preference for
+// typeKey, in one query however many recipients an event has. Missing ids
+// are simply absent from the result.
+func LoadRecipientSettings(ctx context.Context, q Querier, ids []string, typeKey string) (map[string]RecipientSettings, error) {
+	out := make(map[string]RecipientSettings, len(ids))
+	err := loadSettings(ctx, q, ids, []string{typeKey}, func(s RecipientSettings) { out[s.ID] = s })
+	return out, err
+}
+
+// LoadSettingsFor loads recipients with their preference for a type of
+// their own, typeOf[id], in one query: for several events at once, each
+// recipient belonging to one of them. Missing ids are absent from the
+// result.
+func LoadSettingsFor(ctx context.Context, q Querier, typeOf map[string]string) (map[string]RecipientSettings, error) {
+	ids := make([]string, 0, len(typeOf))
+	var types []string
+	for id, t := range typeOf {
+		ids = append(ids, id)
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	out := make(map[string]RecipientSettings, len(ids))
+	// The query returns a recipient's preferences for every type asked
+	// for; one for another recipient's type counts as none.
+	err := loadSettings(ctx, q, ids, types, func(s RecipientSettings) {
+		if s.Pref != nil && s.Pref.TypeKey != typeOf[s.ID] {
+			if _, seen := out[s.ID]; seen {
+				return
+			}
+			s.Pref = nil
+		}
+		out[s.ID] = s
+	})
+	return out, err
+}
+
+// loadSettings calls fn for each recipient in ids, once per stored
+// preference for one of typeKeys, or once with a nil Pref when there is none.
+func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn func(RecipientSettings)) error {
+	rows, err := q.Query(ctx, `SELECT `+settingsColumns+`
+		FROM recipients r
+		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key = ANY($2)
+		WHERE r.id = ANY($1)`, ids, typeKeys)
+	if err := scanSettings(rows, err, fn); err != nil {
+		return fmt.Errorf("load recipients: %w", err)
+	}
+	return nil
+}
+
+const settingsColumns = `r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
+	r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
+
+// scanSettings calls fn for each row of a query selecting settingsColumns.
+func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s RecipientSettings
+		var key, mode *string
+		var p TypePreference
+		r := &s.Recipient
+		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
+			&r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
+			return err
+		}
+		if mode != nil {
+			p.Mode, p.RecipientID, p.TypeKey = *mode, r.ID, *key
+			s.Pref = &p
+		}
+		fn(s)
+	}
+	return rows.Err()
+}
+
+// UnknownRecipients returns those of ids that are not stored.
+func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM unnest($1::text[]) AS u(id)
+		WHERE NOT EXISTS (SELECT 1 FROM recipients r WHERE r.id = u.id)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("look up recipients: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// UpsertRecipients creates or updates recipients given inline in an event,
+// in one statement. Empty fields do not overwrite stored ones.
+func UpsertRecipients(ctx context.Context, q Querier, rs []Recipient) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	ids, emails, names, zones := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		ids[i], emails[i], names[i], zones[i] = r.ID, r.Email, r.Name, r.Timezone
+	}
+	_, err := q.Exec(ctx, `
+		WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, email, name, tz))
+		INSERT INTO recipients (id, email, name, timezone)
+		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC') FROM v ORDER BY id
+		ON CONFLICT (id) DO UPDATE SET
+		    email = coalesce(nullif(EXCLUDED.email, ''), recipients.email),
+		    name = coalesce(nullif(EXCLUDED.name, ''), recipients.name),
+		    timezone = coalesce((SELECT nullif(tz, '') FROM v WHERE v.id = EXCLUDED.id), recipients.timezone),
+		    updated_at = now()`, ids, emails, names, zones)
+	if err != nil {
+		return fmt.Errorf("save recipients: %w", err)
+	}
+	return nil
 }
