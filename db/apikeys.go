@@ -19,11 +19,11 @@ import (
 const APIKeyPrefix = "lull_"
 
 // CreateAPIKey stores a new random key and returns it; only its hash is kept.
-func (d *DB) CreateAPIKey(ctx context.Context, name string) (string, error) {
+func CreateAPIKey(ctx context.Context, q Querier, name string) (string, error) {
 	b := make([]byte, 32)
 	rand.Read(b)
 	key := APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
-	if err := d.AddAPIKey(ctx, name, key); err != nil {
+	if err := AddAPIKey(ctx, q, name, key); err != nil {
 		return "", err
 	}
 	return key, nil
@@ -31,9 +31,9 @@ func (d *DB) CreateAPIKey(ctx context.Context, name string) (string, error) {
 
 // AddAPIKey stores a given key (the bootstrap LULL_API_KEY); adding one
 // that exists is not an error.
-func (d *DB) AddAPIKey(ctx context.Context, name, key string) error {
+func AddAPIKey(ctx context.Context, q Querier, name, key string) error {
 	sum := sha256.Sum256([]byte(key))
-	_, err := d.Pool.Exec(ctx, `
+	_, err := q.Exec(ctx, `
 		INSERT INTO api_keys (name, hash) VALUES ($1, $2)
 		ON CONFLICT (hash) DO NOTHING`, name, sum[:])
 	if err != nil {
@@ -46,14 +46,14 @@ func (d *DB) AddAPIKey(ctx context.Context, name, key string) error {
 // SHA-256 digest through a unique index, so the secret itself is never
 // compared byte by byte; the digest found is compared once more in
 // constant time, so no early exit anywhere depends on the key's bytes.
-func (d *DB) APIKeyID(ctx context.Context, key string) (int64, error) {
+func APIKeyID(ctx context.Context, q Querier, key string) (int64, error) {
 	if strings.TrimSpace(key) == "" {
 		return 0, fmt.Errorf("api key: %w", ErrNotFound)
 	}
 	sum := sha256.Sum256([]byte(key))
 	var id int64
 	var stored []byte
-	err := d.Pool.QueryRow(ctx, `SELECT id, hash FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&id, &stored)
+	err := q.QueryRow(ctx, `SELECT id, hash FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&id, &stored)
 	if err != nil {
 		return 0, notFound(err, "api key")
 	}
@@ -72,8 +72,8 @@ type APIKey struct {
 }
 
 // ListAPIKeys returns every key, oldest first, revoked ones included.
-func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY id`)
+func ListAPIKeys(ctx context.Context, q Querier) ([]APIKey, error) {
+	rows, err := q.Query(ctx, `SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -92,10 +92,10 @@ func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 // all one has is a key that leaked. A revoked key stays revoked: adding
 // it again (a bootstrap LULL_API_KEY still in the environment) does not
 // bring it back. ErrNotFound means no live key matched.
-func (d *DB) RevokeAPIKey(ctx context.Context, idOrKey string) (int64, error) {
+func RevokeAPIKey(ctx context.Context, q Querier, idOrKey string) (int64, error) {
 	sum := sha256.Sum256([]byte(idOrKey))
 	var id int64
-	err := d.Pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		UPDATE api_keys SET revoked_at = now()
 		WHERE (hash = $1 OR id::text = $2) AND revoked_at IS NULL
 		RETURNING id`, sum[:], idOrKey).Scan(&id)

@@ -1,9 +1,11 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -333,4 +335,445 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// RecentImmediate counts, per recipient, the immediate batches of typeKey
+// opened since since: the burst guard's measure.
+func RecentImmediate(ctx context.Context, q Querier, ids []string, typeKey string, since time.Time) (map[string]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT recipient_id, count(*) FROM batches
+		WHERE mode = 'immediate' AND type_key = $2 AND recipient_id = ANY($1) AND opened_at > $3
+		GROUP BY recipient_id`, ids, typeKey, since)
+	if err != nil {
+		return nil, fmt.Errorf("count recent emails: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// Activity is the last time a recipient had a notification under a batch
+// key, and whether a batch for it is open to join.
+type Activity struct {
+	Last    time.Time
+	HasOpen bool
+}
+
+// LastActivity reports Activity for each recipient under batchKey from
+// the recipient's batches for that key: when the last notification came
+// (for the leading-item rule) and whether a batch (not an immediate one)
+// is open to join at now. A batch already due is not: it only waits for
+// its flush, as if the flush had run.
+func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string, now time.Time) (map[string]Activity, error) {
+	rows, err := q.Query(ctx, `
+		SELECT recipient_id, max(last_event_at),
+		       bool_or(state = 'open' AND mode <> 'immediate' AND NOT sealed AND closes_at > $3)
+		FROM batches WHERE recipient_id = ANY($1) AND batch_key = $2
+		GROUP BY recipient_id`, ids, batchKey, now)
+	if err != nil {
+		return nil, fmt.Errorf("last activity: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Activity{}
+	for rows.Next() {
+		var id string
+		var a Activity
+		if err := rows.Scan(&id, &a.Last, &a.HasOpen); err != nil {
+			return nil, err
+		}
+		out[id] = a
+	}
+	return out, rows.Err()
+}
+
+// BatchJoin asks for one notification to go into a batch: the open one for
+// (RecipientID, BatchKey) if there is one that is neither due nor full,
+// else a new one. Immediate joins always open a batch of their own.
+type BatchJoin struct {
+	RecipientID string
+	BatchKey    string
+	Mode        string
+	TypeKey     string // empty for digests, which mix types
+	Window      time.Duration
+	MaxWait     time.Duration
+	ClosesAt    time.Time // for a new batch
+}
+
+// JoinedBatch is a batch after a join, with what the engine needs to
+// recompute when it closes.
+type JoinedBatch struct {
+	ID          int64
+	RecipientID string
+	BatchKey    string
+	Mode        string
+	OpenedAt    time.Time
+	LastEventAt time.Time
+	ClosesAt    time.Time
+	Window      time.Duration
+	MaxWait     time.Duration
+	ItemCount   int
+	Inserted    bool
+}
+
+// JoinBatches puts one notification per join into its batch, in as few
+// statements as it can. The partial unique index batches_one_open makes
+// concurrent ingests for one recipient and key meet in a single batch: the
+// upsert either inserts it or locks and updates the existing open row, and
+// the lock is held until the caller's transaction commits. Joins are
+// sorted so that concurrent fan-outs lock rows in one order and cannot
+// deadlock: by bytes (COLLATE "C"), the order Go sorts strings in, because
+// a large event is written in chunks cut in Go's order.
+//
+// An open batch that is due (closes_at <= now) or holds its type's
+// max_items takes no more: its flush is on its way, or late because the
+// process running it died, and a batch that kept growing meanwhile would
+// exceed max_items and go out ever later. The upsert locks such a batch
+// without joining it; JoinBatches then seals it, which takes it out of
+// batches_one_open without changing anything its flush looks at, and opens
+// a new batch for the join. The second statement locks only rows this
+// transaction already holds or creates, so the order above still holds.
+func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+	joined, err := upsertBatches(ctx, q, joins, now)
+	if err != nil || len(joined) == len(joins) {
+		return joined, err
+	}
+	got := make(map[[2]string]bool, len(joined))
+	for _, b := range joined {
+		got[[2]string{b.RecipientID, b.BatchKey}] = true
+	}
+	var refused []BatchJoin
+	for _, j := range joins {
+		if !got[[2]string{j.RecipientID, j.BatchKey}] {
+			refused = append(refused, j)
+		}
+	}
+	if err := sealBatches(ctx, q, refused); err != nil {
+		return nil, err
+	}
+	opened, err := upsertBatches(ctx, q, refused, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(opened) != len(refused) {
+		return nil, fmt.Errorf("join batches: %d of %d new batches opened", len(opened), len(refused))
+	}
+	joined = append(joined, opened...)
+	slices.SortFunc(joined, func(a, b JoinedBatch) int {
+		return cmp.Or(cmp.Compare(a.RecipientID, b.RecipientID), cmp.Compare(a.BatchKey, b.BatchKey))
+	})
+	return joined, nil
+}
+
+// upsertBatches is one statement of JoinBatches: it joins or opens a batch
+// for each join, except where the open batch is due or full, which it only
+// locks. The result has no row for those.
+func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+	if len(joins) == 0 {
+		return nil, nil
+	}
+	n := len(joins)
+	rids, keys, modes, types := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+	windows, waits, closes := make([]int64, n), make([]int64, n), make([]time.Time, n)
+	for i, j := range joins {
+		rids[i], keys[i], modes[i] = j.RecipientID, j.BatchKey, j.Mode
+		if j.TypeKey != "" {
+			types[i] = &joins[i].TypeKey
+		}
+		windows[i], waits[i], closes[i] = j.Window.Milliseconds(), j.MaxWait.Milliseconds(), j.ClosesAt
+	}
+	// Reaching max_items sets a cooldown batch's close time to now, but
+	// fullness is checked against the type as well: an ingest's now is
+	// read before its transaction starts, so a later one may fill the
+	// batch first, and another process's clock may run a little behind.
+	rows, err := q.Query(ctx, `
+		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at,
+		                          opened_at, last_event_at, item_count)
+		SELECT rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, $8, $8, 1
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[])
+		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at)
+		ORDER BY rid COLLATE "C", key COLLATE "C"
+		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
+		DO UPDATE SET item_count = b.item_count + 1,
+		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at)
+		WHERE b.closes_at > $8
+		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
+		      SELECT 1 FROM notification_types t
+		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count >= t.max_items))
+		RETURNING id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at,
+		          window_ms, max_wait_ms, item_count, xmax = 0`,
+		rids, keys, modes, types, windows, waits, closes, now)
+	if err != nil {
+		return nil, fmt.Errorf("join batches: %w", err)
+	}
+	defer rows.Close()
+	out := make([]JoinedBatch, 0, n)
+	for rows.Next() {
+		var b JoinedBatch
+		var w, m int64
+		if err := rows.Scan(&b.ID, &b.RecipientID, &b.BatchKey, &b.Mode, &b.OpenedAt, &b.LastEventAt, &b.ClosesAt,
+			&w, &m, &b.ItemCount, &b.Inserted); err != nil {
+			return nil, fmt.Errorf("join batches: %w", err)
+		}
+		b.Window, b.MaxWait = time.Duration(w)*time.Millisecond, time.Duration(m)*time.Millisecond
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// sealBatches seals the open batches the joins found due or full, which
+// the caller's upsert has locked.
+func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
+	rids, keys := make([]string, len(joins)), make([]string, len(joins))
+	for i, j := range joins {
+		rids[i], keys[i] = j.RecipientID, j.BatchKey
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE batches b SET sealed = true
+		FROM unnest($1::text[], $2::text[]) AS v(rid, key)
+		WHERE b.recipient_id = v.rid AND b.batch_key = v.key
+		  AND b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`, rids, keys)
+	if err != nil {
+		return fmt.Errorf("seal batches: %w", err)
+	}
+	return nil
+}
+
+// SetClosesAt moves batches' close times, in one statement.
+func SetClosesAt(ctx context.Context, q Querier, ids []int64, closes []time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE batches b SET closes_at = v.closes_at
+		FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, closes_at)
+		WHERE b.id = v.id`, ids, closes)
+	if err != nil {
+		return fmt.Errorf("set close times: %w", err)
+	}
+	return nil
+}
+
+// EventRef is what each notification of an event repeats from it.
+type EventRef struct {
+	ID         int64
+	Created    time.Time
+	TypeKey    string
+	OccurredAt time.Time
+}
+
+// NewNotifications are the notifications of one or more events: row i
+// puts Events[Of[i]]'s notification for Recipients[i] into Batches[i]. Of
+// may be nil when there is one event, which spares a fan-out to 100,000
+// recipients a list of 100,000 zeros.
+type NewNotifications struct {
+	Events     []EventRef
+	Of         []int32
+	Recipients []string
+	Batches    []int64
+}
+
+// InsertNotifications stores notifications, set-based.
+func InsertNotifications(ctx context.Context, q Querier, ns NewNotifications) error {
+	if len(ns.Recipients) == 0 {
+		return nil
+	}
+	n := len(ns.Events)
+	ids, created, types, occurred := make([]int64, n), make([]time.Time, n), make([]string, n), make([]time.Time, n)
+	for i, e := range ns.Events {
+		ids[i], created[i], types[i], occurred[i] = e.ID, e.Created, e.TypeKey, e.OccurredAt
+	}
+	// unnest pads a shorter array with NULLs: a nil Of reads as event 0.
+	_, err := q.Exec(ctx, `
+		INSERT INTO notifications (event_id, created_at, type_key, occurred_at, recipient_id, batch_id)
+		SELECT e.id, e.created, e.type_key, e.occurred, v.rid, v.bid
+		FROM unnest($1::text[], $2::bigint[], $3::int[]) AS v(rid, bid, ev)
+		JOIN unnest($4::bigint[], $5::timestamptz[], $6::text[], $7::timestamptz[]) WITH ORDINALITY
+		     AS e(id, created, type_key, occurred, n) ON e.n = coalesce(v.ev, 0) + 1`,
+		ns.Recipients, ns.Batches, ns.Of, ids, created, types, occurred)
+	if err != nil {
+		return fmt.Errorf("insert notifications: %w", err)
+	}
+	return nil
+}
+
+// FlushContent is what a flush reads about its batch.
+type FlushContent struct {
+	Batch *Batch
+	// Items leaves retracted notifications out, in arrival order.
+	Items []Item
+	// Types holds the types of the items.
+	Types map[string]*Type
+	// Settings holds the recipient's settings for each item type; it is
+	// empty when the recipient is gone.
+	Settings map[string]RecipientSettings
+}
+
+// The reads of a flush, each about the batches in $1. Types and
+// preferences are selected through subqueries rather than from the items
+// read before, so that all four statements go to the server together.
+// Preferences are read for every item type of any batch in $1; each
+// batch keeps those of its own types.
+const (
+	lockBatchesQuery     = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+	lockFreeBatchesQuery = lockBatchesQuery + ` SKIP LOCKED`
+	// flushItemsQuery reads the data of only the items an email can show:
+	// per batch and type, the first or latest display_limit of those not
+	// left out as read (mailtemplates picks them the same way). A digest
+	// of 1,000 items whose events carry 64 KiB of data each then reads
+	// 640 KiB of data for its ten lines instead of 64 MB. Every item still
+	// counts and names its actor.
+	flushItemsQuery = `
+		SELECT n.batch_id, n.id, n.event_id, n.type_key, e.actor, e.object,
+		       CASE WHEN row_number() OVER (
+		                PARTITION BY n.batch_id, n.type_key, n.read_at IS NOT NULL AND t.skip_read
+		                ORDER BY CASE WHEN t.item_order = 'first' THEN n.id ELSE -n.id END
+		            ) <= greatest(t.display_limit, 1) THEN e.data END,
+		       n.occurred_at, n.retracted_at, n.read_at
+		FROM notifications n
+		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+		LEFT JOIN notification_types t ON t.key = n.type_key
+		WHERE n.batch_id = ANY($1) AND n.retracted_at IS NULL
+		ORDER BY n.batch_id, n.id`
+	itemTypesQuery  = `SELECT type_key FROM notifications WHERE batch_id = ANY($1) AND retracted_at IS NULL`
+	flushTypesQuery = `SELECT ` + typeColumns + ` FROM notification_types WHERE key IN (` + itemTypesQuery + `)`
+	flushPrefsQuery = `SELECT ` + settingsColumns + `
+		FROM recipients r
+		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key IN (` + itemTypesQuery + `)
+		WHERE r.id IN (SELECT recipient_id FROM batches WHERE id = ANY($1))`
+)
+
+// LockForFlush locks batch id, waiting for whoever holds it, and reads
+// under that lock everything its flush needs, in one round trip.
+func LockForFlush(ctx context.Context, tx pgx.Tx, id int64) (*FlushContent, error) {
+	cs, err := lockForFlush(ctx, tx, []int64{id}, lockBatchesQuery)
+	if err != nil {
+		return nil, err
+	}
+	if cs[id] == nil {
+		return nil, fmt.Errorf("batch %d: %w", id, ErrNotFound)
+	}
+	return cs[id], nil
+}
+
+// LockFreeForFlush is LockForFlush for many batches at once: a flush wave
+// runs thousands of flushes together, and one round trip of four
+// statements for a hundred batches costs the server far less than a
+// hundred. It skips batches another transaction holds (an ingest adding an
+// item, a flush of their own), so it never waits and cannot deadlock
+// against anyone locking batches in another order; the result has no
+// entry for a batch skipped or missing.
+func LockFreeForFlush(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*FlushContent, error) {
+	return lockForFlush(ctx, tx, ids, lockFreeBatchesQuery)
+}
+
+func lockForFlush(ctx context.Context, tx pgx.Tx, ids []int64, lockQuery string) (map[int64]*FlushContent, error) {
+	var q pgx.Batch
+	q.Queue(lockQuery, ids)
+	q.Queue(flushItemsQuery, ids)
+	q.Queue(flushTypesQuery, ids)
+	q.Queue(flushPrefsQuery, ids)
+	res := tx.SendBatch(ctx, &q)
+	defer res.Close()
+
+	out := make(map[int64]*FlushContent, len(ids))
+	rows, err := res.Query()
+	batches, err := collectBatches(rows, err)
+	if err != nil {
+		return nil, fmt.Errorf("lock batches: %w", err)
+	}
+	for _, b := range batches {
+		out[b.ID] = &FlushContent{Batch: b, Types: map[string]*Type{}, Settings: map[string]RecipientSettings{}}
+	}
+	if err := readFlushItems(res, out); err != nil {
+		return nil, fmt.Errorf("batch items: %w", err)
+	}
+	rows, err = res.Query()
+	types, err := collectTypes(rows, err)
+	if err != nil {
+		return nil, fmt.Errorf("batch types: %w", err)
+	}
+	byKey := make(map[string]*Type, len(types))
+	for _, t := range types {
+		byKey[t.Key] = t
+	}
+	for _, c := range out {
+		for _, it := range c.Items {
+			if t := byKey[it.TypeKey]; t != nil {
+				c.Types[it.TypeKey] = t
+			}
+		}
+	}
+	if err := readFlushSettings(res, out); err != nil {
+		return nil, fmt.Errorf("batch recipients: %w", err)
+	}
+	return out, res.Close()
+}
+
+func collectBatches(rows pgx.Rows, err error) ([]*Batch, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Batch, error) { return scanBatch(row) })
+}
+
+// readFlushItems hands each locked batch its items.
+func readFlushItems(res pgx.BatchResults, out map[int64]*FlushContent) error {
+	rows, err := res.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var batchID int64
+		var it Item
+		if err := rows.Scan(itemFields(&batchID, &it)...); err != nil {
+			return err
+		}
+		if c := out[batchID]; c != nil {
+			c.Items = append(c.Items, it)
+		}
+	}
+	return rows.Err()
+}
+
+// readFlushSettings hands each locked batch its recipient's settings for
+// each type among its items.
+func readFlushSettings(res pgx.BatchResults, out map[int64]*FlushContent) error {
+	type settings struct {
+		rec   Recipient
+		prefs map[string]*TypePreference
+	}
+	byRecipient := map[string]*settings{}
+	rows, err := res.Query()
+	err = scanSettings(rows, err, func(s RecipientSettings) {
+		r := byRecipient[s.ID]
+		if r == nil {
+			r = &settings{rec: s.Recipient, prefs: map[string]*TypePreference{}}
+			byRecipient[s.ID] = r
+		}
+		if s.Pref != nil {
+			r.prefs[s.Pref.TypeKey] = s.Pref
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range out {
+		r := byRecipient[c.Batch.RecipientID]
+		if r == nil {
+			continue
+		}
+		for key := range c.Types {
+			c.Settings[key] = RecipientSettings{Recipient: r.rec, Pref: r.prefs[key]}
+		}
+	}
+	return nil
 }

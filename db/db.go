@@ -1,10 +1,31 @@
 // Package db holds lull's storage: the schema and its migrations, the
-// models, and the queries, one file per aggregate.
+// models, and the queries, one file per aggregate: recipients.go (people
+// and their choices), types.go, events.go, batches.go (batches, their
+// items, ingest's joins and the flush's locks), deliveries.go (sends,
+// attempts, skips, the outbox), feed.go, simulate.go (what a replay
+// reads), and the operator's side: operators.go, operator_sessions.go,
+// apikeys.go, settings.go, audit.go, console.go (the dashboard's counts),
+// partitions.go and prune.go (retention). db.go, querier.go and
+// migrate.go are the connection.
 //
-// One pgx pool serves everything. bun runs on it through pgx's database/sql
-// adapter for ordinary reads and writes; the few writes that must commit
-// together with a River job (ingest, flush) run on a pgx.Tx, because River's
-// pgx driver inserts jobs on a pgx.Tx and bun cannot share one.
+// One pgx pool serves everything, with two handles on it, and which one
+// a query takes follows one rule:
+//
+//   - pgx (a Querier: the pool, a pgx.Tx or a Pipeline) for every write,
+//     for the set-based hot paths (ingest, flush, feed, batches,
+//     deliveries), and for any read made under a write's lock. Values go
+//     to the server as parameters, never inside the SQL text, and a write
+//     can commit in the same pgx.Tx as the River job that needs it, which
+//     bun cannot share. Recipients in particular are written only here,
+//     whether one at a time (MergeRecipient) or in sets (UpsertRecipients).
+//   - bun (a bun.IDB) for reading a model whole for a page or an answer
+//     that shows it (ListTypes, GetRecipient), where its struct mapping
+//     reads best, and for the migrations.
+//
+// Either way a query is a function whose first arguments are ctx and its
+// handle, so it runs inside or outside a transaction. Methods on *DB are
+// about the connection itself: opening and closing it, Ping, Migrate, and
+// the transactions and pipelines (InTx and its kin, Pipeline).
 package db
 
 import (

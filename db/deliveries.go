@@ -246,3 +246,58 @@ func ListOutbox(ctx context.Context, q Querier, batchID, before int64, limit int
 	}
 	return out, rows.Err()
 }
+
+// Skip is one entry of the skip log: something not sent, and why.
+type Skip struct {
+	RecipientID string
+	TypeKey     string
+	EventID     *int64
+	BatchID     *int64
+	Items       int
+	Reason      string
+}
+
+// Skip reasons, as operators see them.
+const (
+	SkipMuted        = "muted"
+	SkipUnsubscribed = "unsubscribed"
+	SkipInactive     = "recipient inactive"
+	SkipNoEmail      = "no email address"
+	SkipRetracted    = "retracted"
+	SkipOperator     = "canceled by an operator"
+	SkipBounced      = "bounced"
+	SkipRead         = "read in app"
+)
+
+// InsertSkips records skip log entries, set-based.
+func InsertSkips(ctx context.Context, q Querier, skips []Skip) error {
+	if len(skips) == 0 {
+		return nil
+	}
+	n := len(skips)
+	rids, types, reasons := make([]string, n), make([]string, n), make([]string, n)
+	events, batches, items := make([]*int64, n), make([]*int64, n), make([]int32, n)
+	for i, s := range skips {
+		rids[i], types[i], reasons[i], events[i], batches[i], items[i] = s.RecipientID, s.TypeKey, s.Reason, s.EventID, s.BatchID, int32(max(s.Items, 1))
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO skips (recipient_id, type_key, reason, event_id, batch_id, items)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[])`,
+		rids, types, reasons, events, batches, items)
+	if err != nil {
+		return fmt.Errorf("record skips: %w", err)
+	}
+	return nil
+}
+
+// GetOutbox loads one outbox email.
+func GetOutbox(ctx context.Context, q Querier, id int64) (*OutboxMessage, error) {
+	var m OutboxMessage
+	err := q.QueryRow(ctx, `
+		SELECT id, created_at, message_id, batch_id, from_address, to_address, subject, headers, text_body, html_body
+		FROM outbox WHERE id = $1`, id).Scan(&m.ID, &m.CreatedAt, &m.MessageID, &m.BatchID, &m.From, &m.To, &m.Subject, &m.Headers, &m.Text, &m.HTML)
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("outbox email %d", id))
+	}
+	return &m, nil
+}

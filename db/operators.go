@@ -17,20 +17,20 @@ type Operator struct {
 // UpsertOperator creates an operator or sets a new password for one. A
 // new password ends the operator's sessions everywhere, so someone who
 // learnt the old one and logged in is out.
-func (d *DB) UpsertOperator(ctx context.Context, email, password string) error {
+func UpsertOperator(ctx context.Context, q Querier, email, password string) error {
 	if len(password) < 8 {
 		return fmt.Errorf("operator password must be at least 8 characters")
 	}
 	// The bootstrap operator's password is set again at every start; when
 	// it is unchanged, nothing is written and nobody is logged out.
-	if d.passwordUnchanged(ctx, email, password) {
+	if passwordUnchanged(ctx, q, email, password) {
 		return nil
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	_, err = d.Pool.Exec(ctx, `
+	_, err = q.Exec(ctx, `
 		WITH op AS (
 			INSERT INTO operators (email, password_hash) VALUES ($1, $2)
 			ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash
@@ -46,10 +46,10 @@ func (d *DB) UpsertOperator(ctx context.Context, email, password string) error {
 // Authenticate checks an operator's password. An unknown email costs the
 // same bcrypt comparison as a wrong password, so timing does not reveal
 // which operators exist.
-func (d *DB) Authenticate(ctx context.Context, email, password string) (Operator, error) {
+func Authenticate(ctx context.Context, q Querier, email, password string) (Operator, error) {
 	op := Operator{Email: strings.ToLower(strings.TrimSpace(email))}
 	hash := "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2xq0Z0Hc5xY0nQ2fF0m9u1C"
-	err := d.Pool.QueryRow(ctx, `SELECT id, password_hash FROM operators WHERE email = $1`, op.Email).Scan(&op.ID, &hash)
+	err := q.QueryRow(ctx, `SELECT id, password_hash FROM operators WHERE email = $1`, op.Email).Scan(&op.ID, &hash)
 	if err != nil && !strings.Contains(err.Error(), "no rows") {
 		return Operator{}, fmt.Errorf("authenticate: %w", err)
 	}
@@ -60,8 +60,8 @@ func (d *DB) Authenticate(ctx context.Context, email, password string) (Operator
 }
 
 // passwordUnchanged reports whether email's operator already has password.
-func (d *DB) passwordUnchanged(ctx context.Context, email, password string) bool {
+func passwordUnchanged(ctx context.Context, q Querier, email, password string) bool {
 	var hash string
-	err := d.Pool.QueryRow(ctx, `SELECT password_hash FROM operators WHERE email = $1`, strings.ToLower(strings.TrimSpace(email))).Scan(&hash)
+	err := q.QueryRow(ctx, `SELECT password_hash FROM operators WHERE email = $1`, strings.ToLower(strings.TrimSpace(email))).Scan(&hash)
 	return err == nil && bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
 }

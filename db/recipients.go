@@ -3,47 +3,52 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
 // Recipient is a person lull emails, with their calendar and opt-outs.
-// Times of day are minutes after local midnight.
+// Times of day are minutes after local midnight. It is written only
+// through pgx (MergeRecipient, UpsertRecipients, SavePreferences); the
+// bun tags serve the pages that read it (GetRecipient).
 type Recipient struct {
-	bun.BaseModel `bun:"table:recipients"`
+	bun.BaseModel `bun:"table:recipients" db:"-"`
 
-	ID           string    `bun:"id,pk"`
-	Email        string    `bun:"email"`
-	Name         string    `bun:"name"`
-	Timezone     string    `bun:"timezone"`
-	Locale       string    `bun:"locale"`
-	Active       bool      `bun:"active"`
-	DailyAt      int       `bun:"daily_at"`
-	WeeklyOn     int       `bun:"weekly_on"`
-	WeeklyAt     int       `bun:"weekly_at"`
-	QuietStart   *int      `bun:"quiet_start"`
-	QuietEnd     *int      `bun:"quiet_end"`
-	Unsubscribed bool      `bun:"unsubscribed"`
-	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()"`
-	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()"`
+	ID           string    `bun:"id,pk" db:"id"`
+	Email        string    `bun:"email" db:"email"`
+	Name         string    `bun:"name" db:"name"`
+	Timezone     string    `bun:"timezone" db:"timezone"`
+	Locale       string    `bun:"locale" db:"locale"`
+	Active       bool      `bun:"active" db:"active"`
+	DailyAt      int       `bun:"daily_at" db:"daily_at"`
+	WeeklyOn     int       `bun:"weekly_on" db:"weekly_on"`
+	WeeklyAt     int       `bun:"weekly_at" db:"weekly_at"`
+	QuietStart   *int      `bun:"quiet_start" db:"quiet_start"`
+	QuietEnd     *int      `bun:"quiet_end" db:"quiet_end"`
+	Unsubscribed bool      `bun:"unsubscribed" db:"unsubscribed"`
+	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()" db:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()" db:"updated_at"`
 }
+
+const recipientColumns = `id, email, name, timezone, locale, active, daily_at, weekly_on, weekly_at,
+	quiet_start, quiet_end, unsubscribed, created_at, updated_at`
 
 // TypePreference is a recipient's own choice for one type; nil parameters
 // follow the type.
 type TypePreference struct {
-	bun.BaseModel `bun:"table:type_preferences"`
-
-	RecipientID string    `bun:"recipient_id,pk"`
-	TypeKey     string    `bun:"type_key,pk"`
-	Mode        string    `bun:"mode"`
-	WindowMS    *int64    `bun:"window_ms"`
-	MaxWaitMS   *int64    `bun:"max_wait_ms"`
-	Lead        *bool     `bun:"lead"`
-	UpdatedAt   time.Time `bun:"updated_at,nullzero,default:now()"`
+	RecipientID string    `db:"recipient_id"`
+	TypeKey     string    `db:"type_key"`
+	Mode        string    `db:"mode"`
+	WindowMS    *int64    `db:"window_ms"`
+	MaxWaitMS   *int64    `db:"max_wait_ms"`
+	Lead        *bool     `db:"lead"`
+	UpdatedAt   time.Time `db:"updated_at"`
 }
 
-// GetRecipient loads one recipient.
+// GetRecipient loads one recipient, for a page or an answer that shows it.
 func GetRecipient(ctx context.Context, q bun.IDB, id string) (*Recipient, error) {
 	r := new(Recipient)
 	if err := q.NewSelect().Model(r).Where("id = ?", id).Scan(ctx); err != nil {
@@ -55,67 +60,93 @@ func GetRecipient(ctx context.Context, q bun.IDB, id string) (*Recipient, error)
 // LockRecipient loads one recipient and holds its row lock until q's
 // transaction ends, so a change merged onto what it read cannot write
 // over a change made in between (a one-click unsubscribe).
-func LockRecipient(ctx context.Context, q bun.IDB, id string) (*Recipient, error) {
-	r := new(Recipient)
-	if err := q.NewSelect().Model(r).Where("id = ?", id).For("UPDATE").Scan(ctx); err != nil {
-		return nil, notFound(err, "recipient "+id)
+func LockRecipient(ctx context.Context, q Querier, id string) (*Recipient, error) {
+	rows, err := q.Query(ctx, `SELECT `+recipientColumns+` FROM recipients WHERE id = $1 FOR UPDATE`, id)
+	if err == nil {
+		var r *Recipient
+		r, err = pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Recipient])
+		if err == nil {
+			return r, nil
+		}
 	}
-	return r, nil
+	return nil, notFound(err, "recipient "+id)
 }
 
 // UpsertRecipient creates a recipient or updates all the contact fields
 // of an existing one, leaving their preferences alone.
-func UpsertRecipient(ctx context.Context, q bun.IDB, r *Recipient) error {
+func UpsertRecipient(ctx context.Context, q Querier, r *Recipient) error {
 	return MergeRecipient(ctx, q, r, "email", "name", "timezone", "locale", "active")
 }
+
+// contactColumns are the columns MergeRecipient may be asked to update.
+var contactColumns = map[string]bool{"email": true, "name": true, "timezone": true, "locale": true, "active": true}
 
 // MergeRecipient creates r, or updates only the named contact columns of
 // the stored recipient, in one statement (so two callers cannot undo each
 // other's fields). r is read back: it holds the stored recipient after.
-func MergeRecipient(ctx context.Context, q bun.IDB, r *Recipient, columns ...string) error {
-	r.UpdatedAt = time.Now()
-	ins := q.NewInsert().Model(r).
-		Column("id", "email", "name", "timezone", "locale", "active", "updated_at").
-		On("CONFLICT (id) DO UPDATE").
-		Set("updated_at = EXCLUDED.updated_at")
+func MergeRecipient(ctx context.Context, q Querier, r *Recipient, columns ...string) error {
+	set := "updated_at = EXCLUDED.updated_at"
 	for _, c := range columns {
-		ins = ins.Set("? = EXCLUDED.?", bun.Ident(c), bun.Ident(c))
+		if !contactColumns[c] {
+			return fmt.Errorf("save recipient %s: %q is not a contact column", r.ID, c)
+		}
+		set += ", " + c + " = EXCLUDED." + c
 	}
-	if _, err := ins.Returning("*").Exec(ctx); err != nil {
-		return fmt.Errorf("save recipient %s: %w", r.ID, err)
+	rows, err := q.Query(ctx, `
+		INSERT INTO recipients (id, email, name, timezone, locale, active, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (id) DO UPDATE SET `+set+`
+		RETURNING `+recipientColumns, r.ID, r.Email, r.Name, r.Timezone, r.Locale, r.Active, time.Now())
+	if err == nil {
+		var stored *Recipient
+		if stored, err = pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Recipient]); err == nil {
+			*r = *stored
+			return nil
+		}
+	}
+	return fmt.Errorf("save recipient %s: %w", r.ID, err)
+}
+
+// SavePreferences stores a recipient's calendar, opt-out and per-type
+// choices in one statement; types not in prefs go back to defaults.
+func SavePreferences(ctx context.Context, q Querier, r *Recipient, prefs []TypePreference) error {
+	r.UpdatedAt = time.Now()
+	keys, modes := make([]string, len(prefs)), make([]string, len(prefs))
+	windows, waits, leads := make([]*int64, len(prefs)), make([]*int64, len(prefs)), make([]*bool, len(prefs))
+	for i, p := range prefs {
+		keys[i], modes[i], windows[i], waits[i], leads[i] = p.TypeKey, p.Mode, p.WindowMS, p.MaxWaitMS, p.Lead
+	}
+	// The delete and the insert touch different rows (the types left out
+	// and the types given), so one statement can hold both.
+	_, err := q.Exec(ctx, `
+		WITH rec AS (
+		    UPDATE recipients SET timezone = $2, daily_at = $3, weekly_on = $4, weekly_at = $5,
+		        quiet_start = $6, quiet_end = $7, unsubscribed = $8, updated_at = $9
+		    WHERE id = $1),
+		gone AS (DELETE FROM type_preferences WHERE recipient_id = $1 AND type_key <> ALL($10::text[]))
+		INSERT INTO type_preferences (recipient_id, type_key, mode, window_ms, max_wait_ms, lead, updated_at)
+		SELECT $1, k, m, w, mw, l, $9
+		FROM unnest($10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::boolean[]) AS v(k, m, w, mw, l)
+		ON CONFLICT (recipient_id, type_key) DO UPDATE SET mode = EXCLUDED.mode, window_ms = EXCLUDED.window_ms,
+		    max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead, updated_at = EXCLUDED.updated_at`,
+		r.ID, r.Timezone, r.DailyAt, r.WeeklyOn, r.WeeklyAt, r.QuietStart, r.QuietEnd, r.Unsubscribed, r.UpdatedAt,
+		keys, modes, windows, waits, leads)
+	if err != nil {
+		return fmt.Errorf("save preferences: %w", err)
 	}
 	return nil
 }
 
-// SavePreferences stores a recipient's calendar, opt-out and per-type
-// choices in one transaction (a savepoint in q's, if q is one); types
-// not in prefs go back to defaults.
-func SavePreferences(ctx context.Context, q bun.IDB, r *Recipient, prefs []TypePreference) error {
-	return q.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		r.UpdatedAt = time.Now()
-		_, err := tx.NewUpdate().Model(r).
-			Column("timezone", "daily_at", "weekly_on", "weekly_at", "quiet_start", "quiet_end", "unsubscribed", "updated_at").
-			WherePK().Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("save preferences: %w", err)
-		}
-		if _, err := tx.NewDelete().Model((*TypePreference)(nil)).Where("recipient_id = ?", r.ID).Exec(ctx); err != nil {
-			return fmt.Errorf("save preferences: %w", err)
-		}
-		if len(prefs) == 0 {
-			return nil
-		}
-		if _, err := tx.NewInsert().Model(&prefs).Exec(ctx); err != nil {
-			return fmt.Errorf("save preferences: %w", err)
-		}
-		return nil
-	})
-}
-
 // TypePreferences returns a recipient's per-type choices by type key.
-func TypePreferences(ctx context.Context, q bun.IDB, recipientID string) (map[string]TypePreference, error) {
+func TypePreferences(ctx context.Context, q Querier, recipientID string) (map[string]TypePreference, error) {
+	rows, err := q.Query(ctx, `
+		SELECT recipient_id, type_key, mode, window_ms, max_wait_ms, lead, updated_at
+		FROM type_preferences WHERE recipient_id = $1`, recipientID)
 	var ps []TypePreference
-	if err := q.NewSelect().Model(&ps).Where("recipient_id = ?", recipientID).Scan(ctx); err != nil {
+	if err == nil {
+		ps, err = pgx.CollectRows(rows, pgx.RowToStructByName[TypePreference])
+	}
+	if err != nil {
 		return nil, fmt.Errorf("load preferences: %w", err)
 	}
 	m := make(map[string]TypePreference, len(ps))
@@ -123,4 +154,123 @@ func TypePreferences(ctx context.Context, q bun.IDB, recipientID string) (map[st
 		m[p.TypeKey] = p
 	}
 	return m, nil
+}
+
+// RecipientSettings is what the engine needs to route one notification:
+// the recipient's calendar and their stored choice for the event's type.
+type RecipientSettings struct {
+	Recipient
+	Pref *TypePreference // nil: follow the type's defaults
+}
+
+// LoadRecipientSettings loads recipients ids with their preference for
+// typeKey, in one query however many recipients an event has. Missing ids
+// are simply absent from the result.
+func LoadRecipientSettings(ctx context.Context, q Querier, ids []string, typeKey string) (map[string]RecipientSettings, error) {
+	out := make(map[string]RecipientSettings, len(ids))
+	err := loadSettings(ctx, q, ids, []string{typeKey}, func(s RecipientSettings) { out[s.ID] = s })
+	return out, err
+}
+
+// LoadSettingsFor loads recipients with their preference for a type of
+// their own, typeOf[id], in one query: for several events at once, each
+// recipient belonging to one of them. Missing ids are absent from the
+// result.
+func LoadSettingsFor(ctx context.Context, q Querier, typeOf map[string]string) (map[string]RecipientSettings, error) {
+	ids := make([]string, 0, len(typeOf))
+	var types []string
+	for id, t := range typeOf {
+		ids = append(ids, id)
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	out := make(map[string]RecipientSettings, len(ids))
+	// The query returns a recipient's preferences for every type asked
+	// for; one for another recipient's type counts as none.
+	err := loadSettings(ctx, q, ids, types, func(s RecipientSettings) {
+		if s.Pref != nil && s.Pref.TypeKey != typeOf[s.ID] {
+			if _, seen := out[s.ID]; seen {
+				return
+			}
+			s.Pref = nil
+		}
+		out[s.ID] = s
+	})
+	return out, err
+}
+
+// loadSettings calls fn for each recipient in ids, once per stored
+// preference for one of typeKeys, or once with a nil Pref when there is none.
+func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn func(RecipientSettings)) error {
+	rows, err := q.Query(ctx, `SELECT `+settingsColumns+`
+		FROM recipients r
+		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key = ANY($2)
+		WHERE r.id = ANY($1)`, ids, typeKeys)
+	if err := scanSettings(rows, err, fn); err != nil {
+		return fmt.Errorf("load recipients: %w", err)
+	}
+	return nil
+}
+
+const settingsColumns = `r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
+	r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
+
+// scanSettings calls fn for each row of a query selecting settingsColumns.
+func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s RecipientSettings
+		var key, mode *string
+		var p TypePreference
+		r := &s.Recipient
+		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
+			&r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
+			return err
+		}
+		if mode != nil {
+			p.Mode, p.RecipientID, p.TypeKey = *mode, r.ID, *key
+			s.Pref = &p
+		}
+		fn(s)
+	}
+	return rows.Err()
+}
+
+// UnknownRecipients returns those of ids that are not stored.
+func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM unnest($1::text[]) AS u(id)
+		WHERE NOT EXISTS (SELECT 1 FROM recipients r WHERE r.id = u.id)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("look up recipients: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// UpsertRecipients creates or updates recipients given inline in an event,
+// in one statement. Empty fields do not overwrite stored ones.
+func UpsertRecipients(ctx context.Context, q Querier, rs []Recipient) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	ids, emails, names, zones := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		ids[i], emails[i], names[i], zones[i] = r.ID, r.Email, r.Name, r.Timezone
+	}
+	_, err := q.Exec(ctx, `
+		WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, email, name, tz))
+		INSERT INTO recipients (id, email, name, timezone)
+		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC') FROM v ORDER BY id
+		ON CONFLICT (id) DO UPDATE SET
+		    email = coalesce(nullif(EXCLUDED.email, ''), recipients.email),
+		    name = coalesce(nullif(EXCLUDED.name, ''), recipients.name),
+		    timezone = coalesce((SELECT nullif(tz, '') FROM v WHERE v.id = EXCLUDED.id), recipients.timezone),
+		    updated_at = now()`, ids, emails, names, zones)
+	if err != nil {
+		return fmt.Errorf("save recipients: %w", err)
+	}
+	return nil
 }

@@ -72,20 +72,24 @@ func ListTypes(ctx context.Context, q bun.IDB) ([]Type, error) {
 	return ts, nil
 }
 
-// SaveType creates or replaces a type.
-func SaveType(ctx context.Context, q bun.IDB, t *Type) error {
+// SaveType creates or replaces a type; t's CreatedAt is read back.
+func SaveType(ctx context.Context, q Querier, t *Type) error {
 	t.UpdatedAt = time.Now()
-	_, err := q.NewInsert().Model(t).
-		On("CONFLICT (key) DO UPDATE").
-		Set("name = EXCLUDED.name, description = EXCLUDED.description, category = EXCLUDED.category").
-		Set("required = EXCLUDED.required, default_mode = EXCLUDED.default_mode").
-		Set("window_ms = EXCLUDED.window_ms, max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead").
-		Set("max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order").
-		Set("item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit").
-		Set("skip_read = EXCLUDED.skip_read").
-		Set("updated_at = EXCLUDED.updated_at").
-		Returning("created_at").
-		Exec(ctx)
+	err := q.QueryRow(ctx, `
+		INSERT INTO notification_types (key, name, description, category, required, default_mode, window_ms,
+		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		ON CONFLICT (key) DO UPDATE SET
+		    name = EXCLUDED.name, description = EXCLUDED.description, category = EXCLUDED.category,
+		    required = EXCLUDED.required, default_mode = EXCLUDED.default_mode,
+		    window_ms = EXCLUDED.window_ms, max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead,
+		    max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order,
+		    item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit,
+		    skip_read = EXCLUDED.skip_read, updated_at = EXCLUDED.updated_at
+		RETURNING created_at`,
+		t.Key, t.Name, t.Description, t.Category, t.Required, t.DefaultMode, t.WindowMS,
+		t.MaxWaitMS, t.Lead, t.MaxItems, t.DisplayLimit, t.ItemOrder, t.ItemText, t.GroupText, t.BurstLimit, t.SkipRead, t.UpdatedAt).
+		Scan(&t.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("save type %s: %w", t.Key, err)
 	}

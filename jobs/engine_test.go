@@ -526,7 +526,7 @@ func TestDigestKeepsItsCloseTimeWhenTheScheduleChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.DailyAt = 9*60 + 30
-	if err := db.SavePreferences(ctx, b.db.Bun, rec, nil); err != nil {
+	if err := db.SavePreferences(ctx, b.db.Pool, rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(45 * time.Minute)
@@ -591,10 +591,10 @@ func TestSkipLogRecordsInactiveAndMissingEmail(t *testing.T) {
 	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown"})
 	b.recipient(t, "bob", "UTC")
 	ctx := context.Background()
-	if err := db.UpsertRecipient(ctx, b.db.Bun, &db.Recipient{ID: "ghost", Timezone: "UTC", Active: false}); err != nil {
+	if err := db.UpsertRecipient(ctx, b.db.Pool, &db.Recipient{ID: "ghost", Timezone: "UTC", Active: false}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.UpsertRecipient(ctx, b.db.Bun, &db.Recipient{ID: "noemail", Timezone: "UTC", Active: true}); err != nil {
+	if err := db.UpsertRecipient(ctx, b.db.Pool, &db.Recipient{ID: "noemail", Timezone: "UTC", Active: true}); err != nil {
 		t.Fatal(err)
 	}
 	res := b.post(t, "comment", "alice", "bob", "ghost", "noemail")

@@ -91,7 +91,7 @@ func (b *testBundle) saveType(t *testing.T, typ db.Type) {
 	if typ.GroupText == "" {
 		typ.GroupText = "1 new " + typ.Name + "|{{count}} new " + typ.Name
 	}
-	if err := db.SaveType(context.Background(), b.db.Bun, &typ); err != nil {
+	if err := db.SaveType(context.Background(), b.db.Pool, &typ); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -99,7 +99,7 @@ func (b *testBundle) saveType(t *testing.T, typ db.Type) {
 // recipient creates a recipient with an email address.
 func (b *testBundle) recipient(t *testing.T, id, zone string) {
 	t.Helper()
-	err := db.UpsertRecipient(context.Background(), b.db.Bun, &db.Recipient{ID: id, Email: id + "@example.com", Name: id, Timezone: zone, Active: true})
+	err := db.UpsertRecipient(context.Background(), b.db.Pool, &db.Recipient{ID: id, Email: id + "@example.com", Name: id, Timezone: zone, Active: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func (b *testBundle) setPref(t *testing.T, rid, typ, mode string, window, maxWai
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefs, err := db.TypePreferences(ctx, b.db.Bun, rid)
+	prefs, err := db.TypePreferences(ctx, b.db.Pool, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func (b *testBundle) setPref(t *testing.T, rid, typ, mode string, window, maxWai
 	for _, v := range prefs {
 		rows = append(rows, v)
 	}
-	if err := db.SavePreferences(ctx, b.db.Bun, rec, rows); err != nil {
+	if err := db.SavePreferences(ctx, b.db.Pool, rec, rows); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,7 +27,7 @@ func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 		var op db.Operator
 		var err error
 		if token != "" {
-			op, err = s.DB.OperatorBySession(r.Context(), token)
+			op, err = db.OperatorBySession(r.Context(), s.DB.Pool, token)
 		}
 		if err != nil && !errors.Is(err, db.ErrNotFound) {
 			s.pageError(w, r, err)
@@ -69,7 +69,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusTooManyRequests, views.Login(v))
 		return
 	}
-	op, err := s.DB.Authenticate(r.Context(), email, r.PostFormValue("password"))
+	op, err := db.Authenticate(r.Context(), s.DB.Pool, email, r.PostFormValue("password"))
 	if errors.Is(err, db.ErrNotFound) {
 		v.Error = "Wrong email or password."
 		s.render(w, r, http.StatusUnauthorized, views.Login(v))
@@ -81,7 +81,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// A new session on login, with a new token: nothing set before it
 	// survives (no fixation).
-	token, err := s.DB.CreateOperatorSession(r.Context(), op.ID, operatorSessionTTL)
+	token, err := db.CreateOperatorSession(r.Context(), s.DB.Pool, op.ID, operatorSessionTTL)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -101,7 +101,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	sess, _ := s.sessions.Get(r, operatorSession)
 	if token, _ := sess.Values["sid"].(string); token != "" {
-		if err := s.DB.EndOperatorSession(r.Context(), token); err != nil {
+		if err := db.EndOperatorSession(r.Context(), s.DB.Pool, token); err != nil {
 			s.pageError(w, r, err)
 			return
 		}

@@ -75,7 +75,7 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 		if ferr != nil {
 			errs = append(errs, FieldError{"events", "choose a file of events, one JSON event per line"})
 		} else {
-			var ferrs []simulate.FieldError
+			var ferrs []preferences.FieldError
 			sim.Upload, ferrs = simulate.ReadEventLines(file, "events", batching.MaxUploadEvents)
 			file.Close()
 			errs = append(errs, fieldErrors(ferrs)...)
@@ -95,7 +95,7 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 	sim.PolicyField = func(i int, field string) string { return simulateProposals[used[i]].prefix + "." + field }
 	var rep *simulate.Report
 	if len(errs) == 0 {
-		var more []simulate.FieldError
+		var more []preferences.FieldError
 		rep, more, err = batching.Simulate(ctx, s.DB, sim)
 		if err != nil {
 			s.pageError(w, r, err)

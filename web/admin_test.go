@@ -21,7 +21,7 @@ import (
 func consoleSetup(t *testing.T) (*apiBundle, int64) {
 	t.Helper()
 	a := setupAPI(t)
-	if err := a.db.UpsertOperator(context.Background(), "ops@example.com", "correct horse"); err != nil {
+	if err := db.UpsertOperator(context.Background(), a.db.Pool, "ops@example.com", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",

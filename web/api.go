@@ -41,7 +41,7 @@ func (s *Server) apiAuth(next http.Handler) http.Handler {
 			s.problem(w, r, errUnauthorized)
 			return
 		}
-		id, err := s.DB.APIKeyID(r.Context(), strings.TrimSpace(token))
+		id, err := db.APIKeyID(r.Context(), s.DB.Pool, strings.TrimSpace(token))
 		if errors.Is(err, db.ErrNotFound) {
 			s.problem(w, r, errUnauthorized)
 			return
@@ -192,8 +192,8 @@ func jsonProblem(err error) error {
 	switch {
 	case errors.As(err, &invalid):
 		// A type that checks itself while decoding (an event's recipient
-		// list) says which field is wrong.
-		return validationProblem(invalid)
+		// list) says which field is wrong; problem maps it.
+		return err
 	case errors.As(err, &syntax):
 		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -223,17 +223,4 @@ func jsonKind(k string) string {
 		return "an object"
 	}
 	return "a number"
-}
-
-// validationProblem converts the engine's validation errors.
-func validationProblem(err error) error {
-	var v *batching.ValidationError
-	if !errors.As(err, &v) {
-		return err
-	}
-	fe := make([]FieldError, len(v.Errors))
-	for i, e := range v.Errors {
-		fe[i] = FieldError{Field: e.Field, Message: e.Message}
-	}
-	return Invalid(fe...)
 }

@@ -42,7 +42,7 @@ func setupAPI(t *testing.T) *apiBundle {
 func serveAPI(t *testing.T, d *db.DB) *apiBundle {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := d.AddAPIKey(context.Background(), "test", testKey); err != nil {
+	if err := db.AddAPIKey(context.Background(), d.Pool, "test", testKey); err != nil {
 		t.Fatal(err)
 	}
 	links := mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")}

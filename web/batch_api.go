@@ -134,7 +134,7 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, act func(co
 		return
 	}
 	if err := act(r.Context(), id); err != nil {
-		s.problem(w, r, conflictIfNotOpen(err))
+		s.problem(w, r, err)
 		return
 	}
 	b, err := db.GetBatch(r.Context(), s.DB.Pool, id)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +18,7 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.Engine.Ingest(r.Context(), apiKeyID(r), &ev)
 	if err != nil {
-		s.problem(w, r, validationProblem(err))
+		s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, res)
@@ -69,12 +68,4 @@ func (s *Server) retract(w http.ResponseWriter, r *http.Request, ref batching.Ev
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// conflictIfNotOpen maps an action on a closed batch to 409.
-func conflictIfNotOpen(err error) error {
-	if errors.Is(err, batching.ErrNotOpen) {
-		return newProblem(http.StatusConflict, "not-open", "Batch is not open", err.Error())
-	}
-	return err
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lull-dev/lull/db"
 )
 
 // TestLoginThrottledPerAccount guesses one operator's password from a new
@@ -20,7 +22,7 @@ func TestLoginThrottledPerAccount(t *testing.T) {
 	t.Parallel()
 	a := setupAPI(t)
 	for _, email := range []string{"ops@example.com", "other@example.com"} {
-		if err := a.db.UpsertOperator(context.Background(), email, "correct horse"); err != nil {
+		if err := db.UpsertOperator(context.Background(), a.db.Pool, email, "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}

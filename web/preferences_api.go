@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences"
@@ -281,7 +281,7 @@ func (s *Server) loadPreferences(ctx context.Context, id string) (*db.Recipient,
 	if err != nil {
 		return nil, nil, err
 	}
-	prefs, err := db.TypePreferences(ctx, s.DB.Bun, id)
+	prefs, err := db.TypePreferences(ctx, s.DB.Pool, id)
 	return rec, prefs, err
 }
 
@@ -302,7 +302,7 @@ func (s *Server) putPreferences(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	err = s.DB.Bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.DB.InTx(ctx, func(tx pgx.Tx) error {
 		rec, err := db.LockRecipient(ctx, tx, id)
 		if err != nil {
 			return err

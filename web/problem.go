@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -40,6 +41,16 @@ func Invalid(errs ...FieldError) *Problem {
 	return &Problem{Type: "https://lull.dev/problems/validation", Title: "Invalid request", Status: http.StatusUnprocessableEntity, Detail: detail, Errors: errs}
 }
 
+// fieldErrors is the API's field list for the engine's and the
+// simulator's field errors.
+func fieldErrors(errs []preferences.FieldError) []FieldError {
+	out := make([]FieldError, len(errs))
+	for i, e := range errs {
+		out[i] = FieldError{Field: e.Field, Message: e.Message}
+	}
+	return out
+}
+
 func newProblem(status int, slug, title, detail string) *Problem {
 	return &Problem{Type: "https://lull.dev/problems/" + slug, Title: title, Status: status, Detail: detail}
 }
@@ -57,36 +68,65 @@ var (
 			MaxEventBodyBytes>>20, batching.MaxRecipients))
 )
 
-// problem writes err as problem+json. This is the one place that maps
-// errors to status codes: a *Problem is sent as it is, a missing row is
-// 404, an unreachable database 503, and anything else is logged once and
-// answered as a bare 500 that reveals nothing.
+// problem writes err as problem+json.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
-	var p *Problem
-	switch {
-	case errors.As(err, &p):
-	case errors.Is(err, db.ErrNotFound):
-		p = &Problem{Type: errNotFound.Type, Title: errNotFound.Title, Status: http.StatusNotFound, Detail: err.Error()}
-	case db.IsUnavailable(err):
-		s.Logger.Warn("database unavailable", "path", r.URL.Path, "err", err)
-		p = errUnavailable
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client hung up mid-request (a timeout on its side, a
-		// deploy): nothing failed here, so it is no internal error to
-		// alarm anyone. 499, as nginx logs it, keeps logs and metrics
-		// honest; nobody is left to read the answer.
-		s.Logger.Debug("client went away", "method", r.Method, "path", r.URL.Path)
-		p = errClientGone
-	default:
-		s.Logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		p = newProblem(http.StatusInternalServerError, "internal", "Internal error", "")
-	}
+	p := s.classify(r, err)
 	w.Header().Set("Content-Type", "application/problem+json")
 	if p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
 	w.WriteHeader(p.Status)
 	json.NewEncoder(w).Encode(p)
+}
+
+// pageError shows an error on a page, with the status problem gives it:
+// a missing row as "not found", an unreachable database as "try again",
+// an internal error as logged and not described.
+func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.classify(r, err)
+	heading, text := p.Title, p.Detail
+	switch p.Status {
+	case http.StatusNotFound:
+		text = "There is nothing here."
+	case http.StatusServiceUnavailable:
+		heading, text = "Try again shortly", "lull cannot reach its database right now."
+	case http.StatusInternalServerError:
+		text = "Something went wrong on our side. It has been logged."
+	}
+	s.message(w, r, p.Status, heading, text)
+}
+
+// classify is the one place that maps errors to status codes, for the
+// API and the pages alike: a *Problem stands as it is, the engine's
+// refusal of a request's content is 422 naming each field, an action on a
+// batch that already left is 409, a missing row is 404, an unreachable
+// database 503, and anything else is logged once and becomes a bare 500
+// that reveals nothing.
+func (s *Server) classify(r *http.Request, err error) *Problem {
+	var p *Problem
+	var invalid *batching.ValidationError
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &invalid):
+		return Invalid(fieldErrors(invalid.Errors)...)
+	case errors.Is(err, batching.ErrNotOpen):
+		return newProblem(http.StatusConflict, "not-open", "Batch is not open", err.Error())
+	case errors.Is(err, db.ErrNotFound):
+		return &Problem{Type: errNotFound.Type, Title: errNotFound.Title, Status: http.StatusNotFound, Detail: err.Error()}
+	case db.IsUnavailable(err):
+		s.Logger.Warn("database unavailable", "path", r.URL.Path, "err", err)
+		return errUnavailable
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client hung up mid-request (a timeout on its side, a
+		// deploy): nothing failed here, so it is no internal error to
+		// alarm anyone. 499, as nginx logs it, keeps logs and metrics
+		// honest; nobody is left to read the answer.
+		s.Logger.Debug("client went away", "method", r.Method, "path", r.URL.Path)
+		return errClientGone
+	}
+	s.Logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	return newProblem(http.StatusInternalServerError, "internal", "Internal error", "")
 }
 
 // writeJSON sends v with status.

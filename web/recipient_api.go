@@ -44,7 +44,7 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, Invalid(errs...))
 		return
 	}
-	if err := db.MergeRecipient(r.Context(), s.DB.Bun, rec, columns...); err != nil {
+	if err := db.MergeRecipient(r.Context(), s.DB.Pool, rec, columns...); err != nil {
 		s.problem(w, r, err)
 		return
 	}

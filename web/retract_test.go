@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+
+	"github.com/lull-dev/lull/db"
 )
 
 // TestRetractByIDOrKeyNeverMixesThem: DELETE /api/v1/events/{id} takes
@@ -88,7 +90,7 @@ func TestRetractSeesOnlyItsOwnAPIKeysEvents(t *testing.T) {
 	t.Parallel()
 	a := setupAPI(t)
 	const otherKey = "lull_other_key_0123456789"
-	if err := a.db.AddAPIKey(context.Background(), "other", otherKey); err != nil {
+	if err := db.AddAPIKey(context.Background(), a.db.Pool, "other", otherKey); err != nil {
 		t.Fatal(err)
 	}
 	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"default_mode":"cooldown","window":"5m"}`, 200)

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/jobs"
 	"github.com/lull-dev/lull/web"
 )
@@ -39,7 +40,7 @@ func TestSecurityAPIKeys(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	key, err := a.db.CreateAPIKey(ctx, "first")
+	key, err := db.CreateAPIKey(ctx, a.db.Pool, "first")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestSecurityAPIKeys(t *testing.T) {
 	if got := get(key[:len(key)-1]); got != 401 {
 		t.Fatalf("a key one character short: %d, want 401", got)
 	}
-	keys, err := a.db.ListAPIKeys(ctx)
+	keys, err := db.ListAPIKeys(ctx, a.db.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,23 +67,23 @@ func TestSecurityAPIKeys(t *testing.T) {
 			id = k.ID
 		}
 	}
-	if _, err := a.db.RevokeAPIKey(ctx, itoa(id)); err != nil {
+	if _, err := db.RevokeAPIKey(ctx, a.db.Pool, itoa(id)); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(key); got != 401 {
 		t.Fatalf("key revoked by id: %d, want 401", got)
 	}
-	second, _ := a.db.CreateAPIKey(ctx, "second")
-	if _, err := a.db.RevokeAPIKey(ctx, second); err != nil {
+	second, _ := db.CreateAPIKey(ctx, a.db.Pool, "second")
+	if _, err := db.RevokeAPIKey(ctx, a.db.Pool, second); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.db.AddAPIKey(ctx, "bootstrap again", second); err != nil {
+	if err := db.AddAPIKey(ctx, a.db.Pool, "bootstrap again", second); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(second); got != 401 {
 		t.Fatalf("key revoked by its text, then added again: %d, want 401", got)
 	}
-	if _, err := a.db.RevokeAPIKey(ctx, second); err == nil {
+	if _, err := db.RevokeAPIKey(ctx, a.db.Pool, second); err == nil {
 		t.Fatal("revoking a revoked key again reported success")
 	}
 	if got := get(testKey); got != 200 {
@@ -227,13 +228,13 @@ func TestSecurityOperatorSessions(t *testing.T) {
 	// password again (the bootstrap operator at each start) ends none.
 	second := operatorClient(t, a)
 	kept := sessionCookie(t, second, a.srv.URL, "lull_admin")
-	if err := a.db.UpsertOperator(ctx, "ops@example.com", "correct horse"); err != nil {
+	if err := db.UpsertOperator(ctx, a.db.Pool, "ops@example.com", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	if !opens(kept) {
 		t.Fatal("setting the same password again ended a session")
 	}
-	if err := a.db.UpsertOperator(ctx, "ops@example.com", "battery staple"); err != nil {
+	if err := db.UpsertOperator(ctx, a.db.Pool, "ops@example.com", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
 	if opens(before) || opens(kept) {

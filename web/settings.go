@@ -124,7 +124,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnprocessableEntity, views.Settings(v))
 		return
 	}
-	if err := db.SavePreferences(ctx, s.DB.Bun, rec, withoutDefaults(rows, types)); err != nil {
+	if err := db.SavePreferences(ctx, s.DB.Pool, rec, withoutDefaults(rows, types)); err != nil {
 		s.pageError(w, r, err)
 		return
 	}
@@ -319,18 +319,3 @@ func previewSchedule(b PreferencesBody) preferences.Schedule {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }
-
-// pageError shows an error on a page: a missing row as "not found", an
-// unreachable database as "try again", anything else as an internal
-// error that is logged and not described.
-func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		s.message(w, r, http.StatusNotFound, "Not found", "There is nothing here.")
-	case db.IsUnavailable(err):
-		s.message(w, r, http.StatusServiceUnavailable, "Try again shortly", "lull cannot reach its database right now.")
-	default:
-		s.Logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		s.message(w, r, http.StatusInternalServerError, "Internal error", "Something went wrong on our side. It has been logged.")
-	}
-}

@@ -168,7 +168,7 @@ func TestSettingsSaveValidatesAndKeeps(t *testing.T) {
 	if !strings.Contains(doc.Find(`[data-testid="preview-comment"]`).Text(), "15 minutes after the last one") {
 		t.Errorf("preview line = %q", doc.Find(`[data-testid="preview-comment"]`).Text())
 	}
-	prefs, err := db.TypePreferences(context.Background(), a.db.Bun, "u_bob")
+	prefs, err := db.TypePreferences(context.Background(), a.db.Pool, "u_bob")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/preferences/simulate"
 )
@@ -38,7 +39,7 @@ func (s *Server) createSimulation(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, FieldError{"events", fmt.Sprintf("has %d events; at most %d", len(b.Events), batching.MaxUploadEvents)})
 			break
 		}
-		var ferrs []simulate.FieldError
+		var ferrs []preferences.FieldError
 		sim.Upload, ferrs = simulate.DecodeEvents(b.Events, "events")
 		errs = append(errs, fieldErrors(ferrs)...)
 	default:
@@ -80,12 +81,4 @@ func parseRange(from, to string, sim *batching.SimulationRequest) []FieldError {
 		errs = append(errs, fieldErrors(batching.CheckSimulationRange(sim.From, sim.To))...)
 	}
 	return errs
-}
-
-func fieldErrors(errs []simulate.FieldError) []FieldError {
-	out := make([]FieldError, len(errs))
-	for i, e := range errs {
-		out[i] = FieldError{e.Field, e.Message}
-	}
-	return out
 }

@@ -188,7 +188,7 @@ func postDoc(t *testing.T, c *http.Client, u string, form url.Values, file strin
 func TestConsoleSimulator(t *testing.T) {
 	t.Parallel()
 	a := simulationSetup(t)
-	if err := a.db.UpsertOperator(context.Background(), "ops@example.com", "correct horse"); err != nil {
+	if err := db.UpsertOperator(context.Background(), a.db.Pool, "ops@example.com", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	c := operatorClient(t, a)

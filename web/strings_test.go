@@ -58,7 +58,7 @@ func TestNonStandardStringsCannotLeak(t *testing.T) {
 	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate"}`, 200)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com","name":"Bob"}`, 200)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences", `{"timezone":"Asia/Tokyo"}`, 200)
-	if err := d.UpsertOperator(ctx, "ops@example.com", "correct horse"); err != nil {
+	if err := db.UpsertOperator(ctx, d.Pool, "ops@example.com", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	path := "/api/v1/recipients/" + url.PathEscape(backslashPayload)

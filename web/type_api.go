@@ -168,7 +168,7 @@ func (s *Server) putType(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, Invalid(errs...))
 		return
 	}
-	if err := db.SaveType(r.Context(), s.DB.Bun, t); err != nil {
+	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.problem(w, r, err)
 		return
 	}

@@ -57,7 +57,7 @@ func runDemo(ctx context.Context, a *app) {
 	for i := range demoTypes {
 		t := demoTypes[i]
 		t.DisplayLimit, t.ItemOrder, t.SkipRead = 10, "latest", true
-		if err := db.SaveType(ctx, a.db.Bun, &t); err != nil {
+		if err := db.SaveType(ctx, a.db.Pool, &t); err != nil {
 			a.logger.Error("demo: save type", "err", err)
 			return
 		}

@@ -146,19 +146,19 @@ func (a *app) build(ctx context.Context) error {
 	cfg := a.cfg
 	secret := cfg.Secret
 	if secret == "" {
-		s, err := a.db.Secret(ctx)
+		s, err := db.Secret(ctx, a.db.Pool)
 		if err != nil {
 			return err
 		}
 		secret = s
 	}
 	if cfg.APIKey != "" {
-		if err := a.db.AddAPIKey(ctx, "bootstrap (LULL_API_KEY)", cfg.APIKey); err != nil {
+		if err := db.AddAPIKey(ctx, a.db.Pool, "bootstrap (LULL_API_KEY)", cfg.APIKey); err != nil {
 			return err
 		}
 	}
 	if cfg.AdminEmail != "" && cfg.AdminPassword != "" {
-		if err := a.db.UpsertOperator(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
+		if err := db.UpsertOperator(ctx, a.db.Pool, cfg.AdminEmail, cfg.AdminPassword); err != nil {
 			return fmt.Errorf("LULL_ADMIN_PASSWORD: %w", err)
 		}
 	}
@@ -293,7 +293,7 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 			name = args[1]
 		}
 		return withDB(ctx, getenv, stderr, func(d *db.DB) error {
-			key, err := d.CreateAPIKey(ctx, name)
+			key, err := db.CreateAPIKey(ctx, d.Pool, name)
 			if err != nil {
 				return err
 			}
@@ -302,7 +302,7 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 		})
 	case args[0] == "list" && len(args) == 1:
 		return withDB(ctx, getenv, stderr, func(d *db.DB) error {
-			keys, err := d.ListAPIKeys(ctx)
+			keys, err := db.ListAPIKeys(ctx, d.Pool)
 			if err != nil {
 				return err
 			}
@@ -317,7 +317,7 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 		})
 	case args[0] == "revoke" && len(args) == 2:
 		return withDB(ctx, getenv, stderr, func(d *db.DB) error {
-			id, err := d.RevokeAPIKey(ctx, args[1])
+			id, err := db.RevokeAPIKey(ctx, d.Pool, args[1])
 			if err != nil {
 				return err
 			}
@@ -336,7 +336,7 @@ func adminCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return errUsage
 	}
 	return withDB(ctx, getenv, stderr, func(d *db.DB) error {
-		if err := d.UpsertOperator(ctx, args[1], args[2]); err != nil {
+		if err := db.UpsertOperator(ctx, d.Pool, args[1], args[2]); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "operator %s can log in at /admin\n", args[1])

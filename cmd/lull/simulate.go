@@ -53,7 +53,7 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 		return errUsage
 	}
 	req := batching.SimulationRequest{PolicyField: func(i int, f string) string { return fmt.Sprintf("%s: policies[%d].%s", *policy, i, f) }}
-	var errs []simulate.FieldError
+	var errs []preferences.FieldError
 	if *policy != "" {
 		specs, err := readPolicies(*policy)
 		if err != nil {
@@ -70,7 +70,7 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 		if err != nil {
 			return err
 		}
-		var ferrs []simulate.FieldError
+		var ferrs []preferences.FieldError
 		req.Upload, ferrs = simulate.ReadEventLines(f, *events, batching.MaxUploadEvents)
 		f.Close()
 		errs = append(errs, ferrs...)
@@ -80,14 +80,14 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 	default:
 		var err error
 		if req.From, err = simulate.ParseTime(*from); err != nil {
-			errs = append(errs, simulate.FieldError{Field: "--from", Message: err.Error()})
+			errs = append(errs, preferences.FieldError{Field: "--from", Message: err.Error()})
 		}
 		if req.To, err = simulate.ParseTime(*to); err != nil {
-			errs = append(errs, simulate.FieldError{Field: "--to", Message: err.Error()})
+			errs = append(errs, preferences.FieldError{Field: "--to", Message: err.Error()})
 		}
 		if len(errs) == 0 {
 			for _, e := range batching.CheckSimulationRange(req.From, req.To) {
-				errs = append(errs, simulate.FieldError{Field: "--" + e.Field, Message: e.Message})
+				errs = append(errs, preferences.FieldError{Field: "--" + e.Field, Message: e.Message})
 			}
 		}
 	}
@@ -144,7 +144,7 @@ func readPolicies(path string) ([]simulate.PolicySpec, error) {
 }
 
 // fieldErrorList turns field errors into one error, a line each.
-func fieldErrorList(errs []simulate.FieldError) error {
+func fieldErrorList(errs []preferences.FieldError) error {
 	lines := make([]string, len(errs))
 	for i, e := range errs {
 		lines[i] = e.Field + ": " + e.Message

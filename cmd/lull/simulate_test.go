@@ -38,7 +38,7 @@ func TestSimulateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := db.SaveType(ctx, d.Bun, &db.Type{Key: "comment", Name: "Comments", DefaultMode: "cooldown", WindowMS: 120_000,
+	if err := db.SaveType(ctx, d.Pool, &db.Type{Key: "comment", Name: "Comments", DefaultMode: "cooldown", WindowMS: 120_000,
 		MaxWaitMS: 3_600_000, DisplayLimit: 10, ItemOrder: "latest", ItemText: "{{actor.name}}", GroupText: "{{count}} comments", BurstLimit: 5}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,15 @@
 package batching
 
-import "strings"
+import (
+	"strings"
 
-// FieldError names one invalid field of a request.
-type FieldError struct {
-	Field   string
-	Message string
-}
+	"github.com/lull-dev/lull/preferences"
+)
 
 // ValidationError is a request refused for its content; the API turns it
 // into a 422 problem listing every field.
 type ValidationError struct {
-	Errors []FieldError
+	Errors []preferences.FieldError
 }
 
 func (v *ValidationError) Error() string {
@@ -23,7 +21,9 @@ func (v *ValidationError) Error() string {
 }
 
 // Add records one field error.
-func (v *ValidationError) Add(field, msg string) { v.Errors = append(v.Errors, FieldError{field, msg}) }
+func (v *ValidationError) Add(field, msg string) {
+	v.Errors = append(v.Errors, preferences.FieldError{Field: field, Message: msg})
+}
 
 // Err returns v when it holds errors and nil otherwise.
 func (v *ValidationError) Err() error {

@@ -112,12 +112,12 @@ func (rs *Recipients) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return &ValidationError{Errors: []FieldError{{"recipients", "must be an array of recipient ids or objects"}}}
+		return &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
 	}
 	var list Recipients
 	for i := 0; dec.More(); i++ {
 		if i == MaxRecipients {
-			return &ValidationError{Errors: []FieldError{{"recipients", fmt.Sprintf(
+			return &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
 				"has more than %d recipients; at most %d are allowed per event: send the rest in further events", MaxRecipients, MaxRecipients)}}}
 		}
 		var r RecipientRef
@@ -167,12 +167,12 @@ func namedDecodeError(field, whole string, err error) error {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
 		if typ.Field == "" {
-			return &ValidationError{Errors: []FieldError{{field, whole + ", not " + typ.Value}}}
+			return &ValidationError{Errors: []preferences.FieldError{{Field: field, Message: whole + ", not " + typ.Value}}}
 		}
-		return &ValidationError{Errors: []FieldError{{field + "." + typ.Field, "must be a string, not " + typ.Value}}}
+		return &ValidationError{Errors: []preferences.FieldError{{Field: field + "." + typ.Field, Message: "must be a string, not " + typ.Value}}}
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &ValidationError{Errors: []FieldError{{field + "." + strings.Trim(name, `"`), "is not a known field"}}}
+		return &ValidationError{Errors: []preferences.FieldError{{Field: field + "." + strings.Trim(name, `"`), Message: "is not a known field"}}}
 	}
 	return err
 }
@@ -371,7 +371,7 @@ func (m *member) unknownRecipient(unknown []string) error {
 	}
 	for i, r := range m.ev.Recipients {
 		if set[r.ID] {
-			return &ValidationError{Errors: []FieldError{{fmt.Sprintf("recipients[%d]", i), fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", r.ID)}}}
+			return &ValidationError{Errors: []preferences.FieldError{{Field: fmt.Sprintf("recipients[%d]", i), Message: fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", r.ID)}}}
 		}
 	}
 	return fmt.Errorf("unknown recipients %v", unknown)

@@ -20,17 +20,17 @@ const MaxUploadEvents = 1_000_000
 
 // CheckSimulationRange checks a range of stored events to replay, naming
 // the fields "from" and "to".
-func CheckSimulationRange(from, to time.Time) []simulate.FieldError {
-	var errs []simulate.FieldError
+func CheckSimulationRange(from, to time.Time) []preferences.FieldError {
+	var errs []preferences.FieldError
 	switch {
 	case from.IsZero():
-		errs = append(errs, simulate.FieldError{Field: "from", Message: "is required"})
+		errs = append(errs, preferences.FieldError{Field: "from", Message: "is required"})
 	case to.IsZero():
-		errs = append(errs, simulate.FieldError{Field: "to", Message: "is required"})
+		errs = append(errs, preferences.FieldError{Field: "to", Message: "is required"})
 	case !to.After(from):
-		errs = append(errs, simulate.FieldError{Field: "to", Message: "must be after from"})
+		errs = append(errs, preferences.FieldError{Field: "to", Message: "must be after from"})
 	case to.Sub(from) > MaxSimulationRange:
-		errs = append(errs, simulate.FieldError{Field: "to", Message: "is more than 31 days after from: replay a month at most"})
+		errs = append(errs, preferences.FieldError{Field: "to", Message: "is more than 31 days after from: replay a month at most"})
 	}
 	return errs
 }
@@ -109,9 +109,9 @@ type SimulationRequest struct {
 // the current settings first, then each proposal (named "Proposal N" if
 // it has no name). A replay of stored events also sets what was actually
 // sent beside them. Problems with the proposals come back as field errors.
-func Simulate(ctx context.Context, d *db.DB, req SimulationRequest) (*simulate.Report, []simulate.FieldError, error) {
+func Simulate(ctx context.Context, d *db.DB, req SimulationRequest) (*simulate.Report, []preferences.FieldError, error) {
 	if len(req.Specs) > simulate.MaxPolicies {
-		return nil, []simulate.FieldError{{Field: "policies", Message: fmt.Sprintf("has %d policies; compare at most %d at once", len(req.Specs), simulate.MaxPolicies)}}, nil
+		return nil, []preferences.FieldError{{Field: "policies", Message: fmt.Sprintf("has %d policies; compare at most %d at once", len(req.Specs), simulate.MaxPolicies)}}, nil
 	}
 	settings, err := SimulationSettings(ctx, d, req.From, req.To, req.Upload)
 	if err != nil {
@@ -119,11 +119,11 @@ func Simulate(ctx context.Context, d *db.DB, req SimulationRequest) (*simulate.R
 	}
 	known := KnownTypes(settings, req.Upload)
 	policies := []simulate.Policy{simulate.Current()}
-	var errs []simulate.FieldError
+	var errs []preferences.FieldError
 	for i, spec := range req.Specs {
 		p, ferrs := spec.Parse(known)
 		for _, e := range ferrs {
-			errs = append(errs, simulate.FieldError{Field: req.PolicyField(i, e.Field), Message: e.Message})
+			errs = append(errs, preferences.FieldError{Field: req.PolicyField(i, e.Field), Message: e.Message})
 		}
 		if p.Name == "" {
 			p.Name = fmt.Sprintf("Proposal %d", i+1)

@@ -102,7 +102,7 @@ func (b *engineBundle) world(t *testing.T) {
 	} {
 		typ.Name, typ.DisplayLimit, typ.ItemOrder = typ.Key, 10, "latest"
 		typ.ItemText, typ.GroupText = "{{actor.name}}", "{{count}} "+typ.Key
-		if err := db.SaveType(ctx, b.db.Bun, &typ); err != nil {
+		if err := db.SaveType(ctx, b.db.Pool, &typ); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +141,7 @@ func (b *engineBundle) world(t *testing.T) {
 			email = ""
 		}
 		rec := &db.Recipient{ID: r.id, Email: email, Name: r.id, Timezone: r.zone, Active: r.active}
-		if err := db.UpsertRecipient(ctx, b.db.Bun, rec); err != nil {
+		if err := db.UpsertRecipient(ctx, b.db.Pool, rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.DailyAt, rec.WeeklyOn, rec.WeeklyAt, rec.Unsubscribed = *minutes(r.daily), r.weeklyOn, *minutes(r.weekly), r.unsub
@@ -151,7 +151,7 @@ func (b *engineBundle) world(t *testing.T) {
 		for i := range r.prefs {
 			r.prefs[i].RecipientID = r.id
 		}
-		if err := db.SavePreferences(ctx, b.db.Bun, rec, r.prefs); err != nil {
+		if err := db.SavePreferences(ctx, b.db.Pool, rec, r.prefs); err != nil {
 			t.Fatal(err)
 		}
 	}

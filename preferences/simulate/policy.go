@@ -91,20 +91,13 @@ type EveryoneSpec struct {
 	WeeklyAt string `json:"weekly_at,omitempty"`
 }
 
-// FieldError names one invalid field of a request, by its path inside the
-// part that was checked ("types.comment.window").
-type FieldError struct {
-	Field   string
-	Message string
-}
-
 // Parse checks a spec and builds the policy. known reports whether a type
 // key exists, so a misspelt type is an error rather than a proposal that
 // silently changes nothing. Every problem is returned, each naming its
 // field.
-func (s PolicySpec) Parse(known func(string) bool) (Policy, []FieldError) {
-	var errs []FieldError
-	add := func(field, msg string) { errs = append(errs, FieldError{field, msg}) }
+func (s PolicySpec) Parse(known func(string) bool) (Policy, []preferences.FieldError) {
+	var errs []preferences.FieldError
+	add := func(field, msg string) { errs = append(errs, preferences.FieldError{Field: field, Message: msg}) }
 	p := Policy{Name: strings.TrimSpace(s.Name)}
 	if len(p.Name) > 100 {
 		add("name", "is longer than 100 characters")

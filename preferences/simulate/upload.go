@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lull-dev/lull/preferences"
 	"io"
 	"slices"
 	"sort"
@@ -46,9 +47,9 @@ type uploadEvent struct {
 // ReadEventLines reads a JSON-lines file, one event per line; blank lines
 // are skipped. Problems name the line ("line 3: occurred_at: is
 // required"), under field.
-func ReadEventLines(r io.Reader, field string, maxEvents int) (*Upload, []FieldError) {
+func ReadEventLines(r io.Reader, field string, maxEvents int) (*Upload, []preferences.FieldError) {
 	u := newUpload()
-	var errs []FieldError
+	var errs []preferences.FieldError
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	line := 0
@@ -59,21 +60,21 @@ func ReadEventLines(r io.Reader, field string, maxEvents int) (*Upload, []FieldE
 			continue
 		}
 		if len(u.Events) >= maxEvents {
-			errs = append(errs, FieldError{field, fmt.Sprintf("has more than %d events", maxEvents)})
+			errs = append(errs, preferences.FieldError{Field: field, Message: fmt.Sprintf("has more than %d events", maxEvents)})
 			break
 		}
 		for _, e := range u.add(b) {
-			errs = append(errs, FieldError{field, fmt.Sprintf("line %d: %s: %s", line, e.Field, e.Message)})
+			errs = append(errs, preferences.FieldError{Field: field, Message: fmt.Sprintf("line %d: %s: %s", line, e.Field, e.Message)})
 		}
 		if len(errs) >= MaxUploadErrors {
 			break
 		}
 	}
 	if err := sc.Err(); err != nil {
-		errs = append(errs, FieldError{field, fmt.Sprintf("line %d: %v", line+1, err)})
+		errs = append(errs, preferences.FieldError{Field: field, Message: fmt.Sprintf("line %d: %v", line+1, err)})
 	}
 	if len(errs) == 0 && len(u.Events) == 0 {
-		errs = append(errs, FieldError{field, "holds no events: give one JSON event per line"})
+		errs = append(errs, preferences.FieldError{Field: field, Message: "holds no events: give one JSON event per line"})
 	}
 	u.sort()
 	return u, errs
@@ -81,12 +82,12 @@ func ReadEventLines(r io.Reader, field string, maxEvents int) (*Upload, []FieldE
 
 // DecodeEvents reads events given as a JSON array; problems name the
 // element ("events[3].occurred_at").
-func DecodeEvents(raw []json.RawMessage, field string) (*Upload, []FieldError) {
+func DecodeEvents(raw []json.RawMessage, field string) (*Upload, []preferences.FieldError) {
 	u := newUpload()
-	var errs []FieldError
+	var errs []preferences.FieldError
 	for i, b := range raw {
 		for _, e := range u.add(b) {
-			errs = append(errs, FieldError{fmt.Sprintf("%s[%d].%s", field, i, e.Field), e.Message})
+			errs = append(errs, preferences.FieldError{Field: fmt.Sprintf("%s[%d].%s", field, i, e.Field), Message: e.Message})
 		}
 		if len(errs) >= MaxUploadErrors {
 			break
@@ -103,10 +104,10 @@ func (u *Upload) sort() {
 }
 
 // add decodes one event; its problems name fields inside the event.
-func (u *Upload) add(b []byte) []FieldError {
+func (u *Upload) add(b []byte) []preferences.FieldError {
 	var ev uploadEvent
-	var errs []FieldError
-	add := func(field, msg string) { errs = append(errs, FieldError{field, msg}) }
+	var errs []preferences.FieldError
+	add := func(field, msg string) { errs = append(errs, preferences.FieldError{Field: field, Message: msg}) }
 	// As for the API's bodies: JSON would read bytes that are not UTF-8
 	// as U+FFFD, so two ids would name one recipient.
 	if !utf8.Valid(b) {
