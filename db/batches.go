@@ -622,7 +622,8 @@ type FlushContent struct {
 // Preferences are read for every item type of any batch in $1; each
 // batch keeps those of its own types.
 const (
-	lockBatchesQuery     = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+	readBatchesQuery     = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id`
+	lockBatchesQuery     = readBatchesQuery + ` FOR UPDATE`
 	lockFreeBatchesQuery = lockBatchesQuery + ` SKIP LOCKED`
 	// flushItemsQuery reads the data of only the items an email can show:
 	// per batch and type, the first or latest display_limit of those not
@@ -653,7 +654,23 @@ const (
 // LockForFlush locks batch id, waiting for whoever holds it, and reads
 // under that lock everything its flush needs, in one round trip.
 func LockForFlush(ctx context.Context, tx pgx.Tx, id int64) (*FlushContent, error) {
-	cs, err := lockForFlush(ctx, tx, []int64{id}, lockBatchesQuery)
+	return readOneForFlush(ctx, tx, id, lockBatchesQuery)
+}
+
+// ReadForFlush reads what LockForFlush reads, without a lock: a preview
+// shows what a flush would do without holding one up or waiting for one.
+func ReadForFlush(ctx context.Context, q BatchSender, id int64) (*FlushContent, error) {
+	return readOneForFlush(ctx, q, id, readBatchesQuery)
+}
+
+// BatchSender is what a pgx pool and a transaction share for sending
+// statements together in one round trip.
+type BatchSender interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}
+
+func readOneForFlush(ctx context.Context, q BatchSender, id int64, batchQuery string) (*FlushContent, error) {
+	cs, err := lockForFlush(ctx, q, []int64{id}, batchQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -674,7 +691,7 @@ func LockFreeForFlush(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*F
 	return lockForFlush(ctx, tx, ids, lockFreeBatchesQuery)
 }
 
-func lockForFlush(ctx context.Context, tx pgx.Tx, ids []int64, lockQuery string) (map[int64]*FlushContent, error) {
+func lockForFlush(ctx context.Context, tx BatchSender, ids []int64, lockQuery string) (map[int64]*FlushContent, error) {
 	var q pgx.Batch
 	q.Queue(lockQuery, ids)
 	q.Queue(flushItemsQuery, ids)

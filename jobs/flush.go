@@ -20,7 +20,6 @@ import (
 	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/metrics"
-	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -95,12 +94,13 @@ type sendPlan struct {
 	batchID  int64
 	jobID    int64
 	closesAt time.Time
-	// content is what to render; msg the email rendered from it.
-	content  mailtemplates.BatchContent
+	// content is the batch as read under its lock; msg the email
+	// composed from it.
+	content  *db.FlushContent
 	msg      *mailtemplates.Message
 	delivery *db.Delivery
-	// canceled says the batch was canceled instead: nothing to send.
-	canceled bool
+	// skip is why the batch is canceled instead: nothing to send.
+	skip string
 	// dropped is the skip log of what the recipient no longer wants,
 	// left out of an email that still goes out.
 	dropped []db.Skip
@@ -138,7 +138,7 @@ func (w *FlushWorker) Work(ctx context.Context, job *river.Job[FlushArgs]) error
 	case p.plan == nil:
 		w.Metrics.Flushed(metrics.FlushSkipped)
 		return nil
-	case p.plan.canceled:
+	case p.plan.skip != "":
 		w.Metrics.Flushed(metrics.FlushCanceled)
 		return nil
 	}
@@ -203,23 +203,23 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 				continue
 			}
 			out[i].plan, out[i].snooze = plan, snooze
-			if plan != nil && !plan.canceled {
+			if plan != nil {
 				plans = append(plans, plan)
 			}
 		}
-		w.renderAll(plans, now)
-		var rendered []*sendPlan
+		w.composeAll(plans, now)
+		var composed []*sendPlan
 		for i := range out {
 			switch p := out[i].plan; {
-			case p == nil || p.canceled:
-			case p.msg == nil:
-				// Alone, the render fails again and reports why.
+			case p == nil:
+			case p.msg == nil && p.skip == "":
+				// Alone, the compose fails again and reports why.
 				out[i] = prepared{alone: true}
 			default:
-				rendered = append(rendered, p)
+				composed = append(composed, p)
 			}
 		}
-		return w.startDeliveries(ctx, tx, rendered, now)
+		return w.start(ctx, tx, composed, now)
 	})
 	if err != nil {
 		for i := range out {
@@ -229,17 +229,23 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 	return out
 }
 
-// startDeliveries starts the deliveries of rendered plans and gives each
-// plan its delivery.
-func (w *FlushWorker) startDeliveries(ctx context.Context, tx pgx.Tx, plans []*sendPlan, now time.Time) error {
-	if len(plans) == 0 {
-		return nil
-	}
-	starts := make([]db.DeliveryStart, len(plans))
+// start cancels the composed plans that send nothing, starts the
+// deliveries of the others and gives each of those its delivery.
+func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, now time.Time) error {
+	var starts []db.DeliveryStart
 	var dropped []db.Skip
-	for i, p := range plans {
-		starts[i] = db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject}
+	for _, p := range plans {
+		if p.skip != "" {
+			if err := w.cancel(ctx, tx, p.content.Batch, p.skip, now); err != nil {
+				return err
+			}
+			continue
+		}
+		starts = append(starts, db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject})
 		dropped = append(dropped, p.dropped...)
+	}
+	if len(starts) == 0 {
+		return nil
 	}
 	if err := db.InsertSkips(ctx, tx, dropped); err != nil {
 		return err
@@ -249,6 +255,9 @@ func (w *FlushWorker) startDeliveries(ctx context.Context, tx pgx.Tx, plans []*s
 		return err
 	}
 	for _, p := range plans {
+		if p.skip != "" {
+			continue
+		}
 		if p.delivery = ds[p.batchID]; p.delivery == nil {
 			return fmt.Errorf("start delivery of batch %d: %w", p.batchID, db.ErrNotFound)
 		}
@@ -256,16 +265,18 @@ func (w *FlushWorker) startDeliveries(ctx context.Context, tx pgx.Tx, plans []*s
 	return nil
 }
 
-// renderAll renders the emails of plans on every core: rendering is most
-// of a set's own work, and the set's transaction stays open meanwhile. A
-// plan whose email fails to render is left without one.
-func (w *FlushWorker) renderAll(plans []*sendPlan, now time.Time) {
+// composeAll composes the emails of plans on every core: rendering is
+// most of a set's own work, and the set's transaction stays open
+// meanwhile. A plan whose compose fails or panics is left with neither an
+// email nor a skip: the job then composes alone, on its own goroutine,
+// and reports what went wrong.
+func (w *FlushWorker) composeAll(plans []*sendPlan, now time.Time) {
 	next := make(chan *sendPlan)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(plans)) {
 		wg.Go(func() {
 			for p := range next {
-				p.msg = w.renderOrNil(p.content, now)
+				w.composeOrLeave(p, now)
 			}
 		})
 	}
@@ -274,6 +285,15 @@ func (w *FlushWorker) renderAll(plans []*sendPlan, now time.Time) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// composeOrLeave composes p's email, or leaves p as it is if that fails
+// or panics.
+func (w *FlushWorker) composeOrLeave(p *sendPlan, now time.Time) {
+	defer func() { recover() }()
+	if c, err := w.envelope().Compose(p.content, now); err == nil {
+		p.take(c)
+	}
 }
 
 // prepare is step one for one job. It returns a plan to send, a snooze
@@ -288,18 +308,20 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	}
 	now := w.now()
 	plan, snooze, err := w.decide(ctx, tx, fc, job, now)
-	if err != nil || plan == nil || plan.canceled {
+	if err != nil || plan == nil {
 		return plan, snooze, err
 	}
-	if plan.msg, err = w.render(plan.content, now); err != nil {
+	c, err := w.envelope().Compose(plan.content, now)
+	if err != nil {
 		return nil, 0, err
 	}
-	return plan, 0, w.startDeliveries(ctx, tx, []*sendPlan{plan}, now)
+	plan.take(c)
+	return plan, 0, w.start(ctx, tx, []*sendPlan{plan}, now)
 }
 
-// decide is step one for a locked batch: it snoozes, skips, cancels, or
-// returns a plan to send, which the caller renders and starts with those
-// of other batches in the same transaction.
+// decide is step one for a locked batch: it snoozes, skips, or returns a
+// plan, which the caller composes and starts (or cancels) with those of
+// other batches in the same transaction.
 func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent, job *river.Job[FlushArgs], now time.Time) (*sendPlan, time.Duration, error) {
 	b := fc.Batch
 	switch b.State {
@@ -330,102 +352,20 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 	default:
 		return nil, 0, nil
 	}
+	return &sendPlan{batchID: b.ID, jobID: job.ID, closesAt: b.ClosesAt, content: fc}, 0, nil
+}
 
-	content, reason, dropped, err := w.check(fc)
-	if err != nil {
-		return nil, 0, err
-	}
-	if reason != "" {
-		return &sendPlan{batchID: b.ID, canceled: true}, 0, w.cancel(ctx, tx, b, reason, now)
-	}
-	plan := &sendPlan{batchID: b.ID, jobID: job.ID, closesAt: b.ClosesAt, content: content}
-	if b.State == db.StateOpen {
+// take records what Compose made of the plan's batch.
+func (p *sendPlan) take(c batching.Composed) {
+	p.msg, p.skip = c.Message, c.Skip
+	if p.content.Batch.State == db.StateOpen {
 		// A flush taking over after a crash finds them logged already.
-		plan.dropped = dropped
+		p.dropped = c.Dropped
 	}
-	return plan, 0, nil
 }
 
-// check looks at the recipient's preferences again: anything muted or
-// unsubscribed since the batch opened is dropped, and a reason is returned
-// when nothing is left to send. When something is left, it also returns
-// the skip log entries of what was muted or unsubscribed; items read in
-// the app left the batch, and were logged, when they were read.
-func (w *FlushWorker) check(fc *db.FlushContent) (mailtemplates.BatchContent, string, []db.Skip, error) {
-	c := mailtemplates.BatchContent{Batch: fc.Batch, Types: fc.Types}
-	var rec *db.Recipient
-	policies := make(map[string]preferences.Policy, len(fc.Types))
-	for key, typ := range fc.Types {
-		rs, ok := fc.Settings[key]
-		if !ok {
-			return c, db.SkipInactive, nil, nil
-		}
-		rec = &rs.Recipient
-		policies[key] = preferences.Effective(batching.TypeDefaults(typ), batching.Override(rs.Pref), rs.Unsubscribed)
-	}
-	// A batch left with nothing to send is canceled for what its item
-	// count still holds: items muted since it opened, or else items read
-	// in the app (which left the count, and were logged, when read), or
-	// else nothing (all were retracted).
-	reason := db.SkipRetracted
-	muted := map[string]int{} // type -> items dropped
-	for _, it := range fc.Items {
-		typ, ok := c.Types[it.TypeKey]
-		switch {
-		case !ok:
-			return c, "", nil, fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
-		case it.ReadAt != nil && typ.SkipRead:
-			reason = db.SkipRead
-		case policies[it.TypeKey].Mode == preferences.Never:
-			muted[it.TypeKey]++
-		default:
-			c.Items = append(c.Items, it)
-		}
-	}
-	mutedWhy := db.SkipMuted
-	if rec != nil && rec.Unsubscribed {
-		mutedWhy = db.SkipUnsubscribed
-	}
-	if len(muted) > 0 {
-		reason = mutedWhy
-	}
-	switch {
-	case rec != nil && !rec.Active:
-		return c, db.SkipInactive, nil, nil
-	case len(c.Items) == 0:
-		return c, reason, nil, nil
-	case rec.Email == "":
-		return c, db.SkipNoEmail, nil, nil
-	}
-	c.Recipient = rec
-	var dropped []db.Skip
-	for key, n := range muted {
-		dropped = append(dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: mutedWhy})
-	}
-	return c, "", dropped, nil
-}
-
-// renderOrNil renders c, or returns nil if rendering fails or panics: the
-// job then renders alone, on its own goroutine, and reports what went
-// wrong.
-func (w *FlushWorker) renderOrNil(c mailtemplates.BatchContent, now time.Time) (msg *mailtemplates.Message) {
-	defer func() {
-		if recover() != nil {
-			msg = nil
-		}
-	}()
-	msg, _ = w.render(c, now)
-	return msg
-}
-
-func (w *FlushWorker) render(c mailtemplates.BatchContent, now time.Time) (*mailtemplates.Message, error) {
-	in := mailtemplates.InputFromBatch(c)
-	in.From = w.From
-	in.MessageID = mailtemplates.MessageID(c.Batch.ID, w.From)
-	in.Date = now
-	in.SettingsURL, _ = w.Links.SettingsURL(c.Recipient.ID, now)
-	in.UnsubscribeURL = w.Links.UnsubscribeURL(c.Recipient.ID, now)
-	return mailtemplates.Render(in)
+func (w *FlushWorker) envelope() batching.Envelope {
+	return batching.Envelope{From: w.From, Links: w.Links}
 }
 
 func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {

@@ -97,10 +97,14 @@ type Header struct{ Name, Value string }
 // PreviewView shows an email: HTML in a sandboxed frame, text and headers.
 type PreviewView struct {
 	AdminPage
-	Heading              string
-	FrameURL             string
-	Text                 string
-	Headers              []Header
+	Heading  string
+	FrameURL string
+	Text     string
+	Headers  []Header
+	// Note says where the email comes from when that is not plain.
+	Note string
+	// Unsent says why no email would go out; nothing else is shown then.
+	Unsent               string
 	Phone                bool
 	DesktopURL, PhoneURL string
 	BackURL, BackLabel   string

@@ -9,43 +9,84 @@ import (
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/views"
 )
 
-// renderBatch renders a stored batch exactly as a flush would, with no
-// side effect: nothing is sent, stored or changed.
-func (s *Server) renderBatch(r *http.Request) (*mailtemplates.Message, error) {
+// previewEmail is an email as a preview page shows it.
+type previewEmail struct {
+	Text, HTML string
+	Headers    map[string]string
+	// Note says where the email comes from when that is not plain: a
+	// stored copy, or a fresh render of a batch already sent.
+	Note string
+	// Unsent says why no email goes out; the rest is then empty.
+	Unsent string
+}
+
+func shown(m *mailtemplates.Message) previewEmail {
+	return previewEmail{Text: m.Text, HTML: m.HTML, Headers: mail.Headers(m)}
+}
+
+func (s *Server) envelope() batching.Envelope {
+	return batching.Envelope{From: s.MailFrom, Links: s.Links}
+}
+
+// batchEmail is a stored batch's email: the copy the outbox kept when the
+// batch went out there, else what its flush would send now, composed by
+// the flush's own step, or why the flush would send nothing. It takes no
+// lock and changes nothing, so it never holds up a flush.
+func (s *Server) batchEmail(r *http.Request) (previewEmail, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return nil, db.ErrNotFound
+		return previewEmail{}, db.ErrNotFound
 	}
-	c, err := mailtemplates.LoadContent(r.Context(), s.DB, id)
+	ctx := r.Context()
+	fc, err := db.ReadForFlush(ctx, s.DB.Pool, id)
 	if err != nil {
-		return nil, err
+		return previewEmail{}, err
 	}
-	if len(c.Items) == 0 {
-		return nil, fmt.Errorf("batch %d has no items left to show: %w", id, db.ErrNotFound)
+	state := fc.Batch.State
+	if state == db.StateCanceled {
+		return previewEmail{Unsent: "Not sent: " + fc.Batch.Reason}, nil
 	}
-	in := mailtemplates.InputFromBatch(c)
-	s.fillLinks(&in, c.Recipient.ID)
-	in.MessageID = mailtemplates.MessageID(id, s.MailFrom)
-	return mailtemplates.Render(in)
+	if state != db.StateOpen {
+		stored, err := db.ListOutbox(ctx, s.DB.Pool, id, 0, 1)
+		if err != nil {
+			return previewEmail{}, err
+		}
+		if len(stored) > 0 {
+			m := stored[0]
+			return previewEmail{Text: m.Text, HTML: m.HTML, Headers: m.Headers,
+				Note: "The email as it went out: the copy the outbox kept at " + fmtTime(&m.CreatedAt) + "."}, nil
+		}
+	}
+	c, err := s.envelope().Compose(fc, s.now())
+	if err != nil {
+		return previewEmail{}, err
+	}
+	gone := state == db.StateSent || state == db.StateFailed
+	switch {
+	case c.Skip != "" && gone:
+		return previewEmail{Unsent: "This batch is " + state + " and no copy of its email was kept; composed now, it would not be sent: " + c.Skip}, nil
+	case c.Skip != "":
+		return previewEmail{Unsent: "Would not be sent: " + c.Skip}, nil
+	}
+	v := shown(c.Message)
+	if gone {
+		v.Note = "A fresh render, not the email as it went out: this batch is " + state +
+			", and only the outbox keeps a copy of what it sends. This is how the batch renders now."
+	}
+	return v, nil
 }
 
-func (s *Server) fillLinks(in *mailtemplates.Input, recipientID string) {
-	now := s.now()
-	in.From, in.Date = s.MailFrom, now
-	in.SettingsURL, _ = s.Links.SettingsURL(recipientID, now)
-	in.UnsubscribeURL = s.Links.UnsubscribeURL(recipientID, now)
-}
-
-// renderType renders a type with sample data, for previewing its texts.
-func (s *Server) renderType(r *http.Request) (*mailtemplates.Message, error) {
+// typeEmail renders a type with sample data, for previewing its texts.
+func (s *Server) typeEmail(r *http.Request) (previewEmail, error) {
 	t, err := db.GetType(r.Context(), s.DB.Pool, r.PathValue("key"))
 	if err != nil {
-		return nil, err
+		return previewEmail{}, err
 	}
-	mt := mailtemplates.Type{Key: t.Key, Name: t.Name, Category: t.Category, ItemText: t.ItemText, GroupText: t.GroupText, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder}
+	mt := batching.TemplateType(t)
 	// The type editor previews unsaved texts through the query string;
 	// invalid ones fall back to the stored texts.
 	q := r.URL.Query()
@@ -63,13 +104,18 @@ func (s *Server) renderType(r *http.Request) (*mailtemplates.Message, error) {
 	}
 	now := s.now()
 	in := mailtemplates.Input{Mode: "cooldown", Recipient: mailtemplates.Recipient{ID: "sample", Name: "Sam Sample", Email: "sam@example.com"},
-		Since: now.Add(-3 * 3600e9), Groups: []mailtemplates.Group{mailtemplates.Sample(mt, 12, now)}, MessageID: "preview@lull.localhost"}
-	s.fillLinks(&in, "sample")
-	return mailtemplates.Render(in)
+		Since: now.Add(-3 * 3600e9), Groups: []mailtemplates.Group{mailtemplates.Sample(mt, 12, now)}}
+	s.envelope().Address(&in, now)
+	in.MessageID = "preview@lull.localhost"
+	m, err := mailtemplates.Render(in)
+	if err != nil {
+		return previewEmail{}, err
+	}
+	return shown(m), nil
 }
 
 // previewPage shows a rendered email next to its text and headers.
-func (s *Server) previewPage(render func(*http.Request) (*mailtemplates.Message, error), heading, back, backLabel func(*http.Request) string, section string) http.HandlerFunc {
+func (s *Server) previewPage(render func(*http.Request) (previewEmail, error), heading, back, backLabel func(*http.Request) string, section string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		m, err := render(r)
 		if err != nil {
@@ -78,7 +124,7 @@ func (s *Server) previewPage(render func(*http.Request) (*mailtemplates.Message,
 		}
 		phone := r.URL.Query().Get("width") == "phone"
 		v := views.PreviewView{AdminPage: s.adminPage(r, "Preview", section), Heading: heading(r), Text: m.Text,
-			Headers: headerList(mail.Headers(m)), Phone: phone, FrameURL: r.URL.Path + "/html",
+			Headers: headerList(m.Headers), Note: m.Note, Unsent: m.Unsent, Phone: phone, FrameURL: r.URL.Path + "/html",
 			DesktopURL: r.URL.Path, PhoneURL: withWidth(r.URL.Path, true), BackURL: back(r), BackLabel: backLabel(r)}
 		s.render(w, r, http.StatusOK, views.Preview(v))
 	}
@@ -86,9 +132,12 @@ func (s *Server) previewPage(render func(*http.Request) (*mailtemplates.Message,
 
 // previewHTML serves an email's HTML part for the preview frame, under a
 // policy that forbids scripts and remote loads, sandboxed from the console.
-func (s *Server) previewHTML(render func(*http.Request) (*mailtemplates.Message, error)) http.HandlerFunc {
+func (s *Server) previewHTML(render func(*http.Request) (previewEmail, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		m, err := render(r)
+		if err == nil && m.Unsent != "" {
+			err = fmt.Errorf("%s: %w", m.Unsent, db.ErrNotFound)
+		}
 		if err != nil {
 			s.pageError(w, r, err)
 			return

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -156,6 +157,88 @@ func TestConsolePagesAndActions(t *testing.T) {
 	postForm(t, c, a.srv.URL+"/admin/logout", nil)
 	if resp, _ := getDoc(t, c, a.srv.URL+"/admin"); resp.Request.URL.Path != "/admin/login" {
 		t.Fatal("logout did not end the session")
+	}
+}
+
+// flushNow closes batch id and works its flush job as River would.
+func flushNow(t *testing.T, a *apiBundle, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	job := &river.Job[jobs.FlushArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 8}, Args: jobs.FlushArgs{BatchID: id}}
+	if err := a.flush.Work(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPreviewOfAMutedBatchAgreesWithTheFlush mutes a type after its batch
+// opened: the preview says the email would not be sent, changes nothing,
+// and the flush then cancels the batch for the same reason.
+func TestPreviewOfAMutedBatchAgreesWithTheFlush(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences", `{"types":{"comment":{"mode":"never"}}}`, 200)
+
+	preview := a.srv.URL + "/admin/batches/" + itoa(id) + "/preview"
+	_, doc := getDoc(t, c, preview)
+	if got := doc.Find(`[data-testid="unsent"]`).Text(); got != "Would not be sent: "+db.SkipMuted {
+		t.Errorf("preview of a muted batch says %q, want it would not be sent", got)
+	}
+	if doc.Find(`[data-testid="preview-frame"]`).Length() != 0 {
+		t.Error("the preview shows an email the flush will not send")
+	}
+	if resp, _ := getDoc(t, c, preview+"/html"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("email HTML of a muted batch = %d, want 404", resp.StatusCode)
+	}
+	b, _ := db.GetBatch(context.Background(), a.db.Pool, id)
+	if n := countRows(t, a.db, "SELECT count(*) FROM outbox") + countRows(t, a.db, "SELECT count(*) FROM deliveries") + countRows(t, a.db, "SELECT count(*) FROM skips"); n != 0 || b.State != db.StateOpen {
+		t.Fatalf("the preview changed something: batch %s, %d rows of outbox, deliveries and skips", b.State, n)
+	}
+
+	flushNow(t, a, id)
+	b, _ = db.GetBatch(context.Background(), a.db.Pool, id)
+	if b.State != db.StateCanceled || b.Reason != db.SkipMuted {
+		t.Fatalf("the flush left the batch %s (%q), want canceled as muted", b.State, b.Reason)
+	}
+	if _, doc := getDoc(t, c, preview); doc.Find(`[data-testid="unsent"]`).Text() != "Not sent: "+db.SkipMuted {
+		t.Errorf("preview of the canceled batch says %q", doc.Find(`[data-testid="unsent"]`).Text())
+	}
+}
+
+// TestPreviewOfASentBatchShowsTheStoredEmail changes a type's texts after
+// its batch went out: the preview shows the email as it was stored, not
+// the batch rendered again with the new texts.
+func TestPreviewOfASentBatchShowsTheStoredEmail(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	flushNow(t, a, id)
+	var text, html string
+	a.db.Pool.QueryRow(context.Background(), `SELECT text_body, html_body FROM outbox WHERE batch_id = $1`, id).Scan(&text, &html)
+	if !strings.Contains(text, "left 2 comments") {
+		t.Fatalf("stored email text: %q", text)
+	}
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"group_text":"{{actors}} wrote|{{actors}} wrote {{count}} replies"}`, 200)
+
+	preview := a.srv.URL + "/admin/batches/" + itoa(id) + "/preview"
+	_, doc := getDoc(t, c, preview)
+	if got := doc.Find(`[data-testid="text-part"]`).Text(); got != text {
+		t.Errorf("preview of a sent batch shows %q, want the stored email %q", got, text)
+	}
+	if !strings.Contains(doc.Find(`[data-testid="preview-note"]`).Text(), "as it went out") {
+		t.Errorf("preview note: %q", doc.Find(`[data-testid="preview-note"]`).Text())
+	}
+	resp, err := c.Get(preview + "/html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if got, _ := io.ReadAll(resp.Body); string(got) != html {
+		t.Error("the preview frame does not serve the stored email's HTML")
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/preferences/batching"
 )
 
 // FeedGroup is a run of notifications of one type and batch key, shown
@@ -22,7 +24,7 @@ type FeedGroup struct {
 	Unread        int         `json:"unread"`
 	LatestAt      time.Time   `json:"latest_at"`
 	Notifications []FeedEntry `json:"notifications"`
-	group         *mailtemplates.Group
+	items         []db.Item   // newest first, as the feed reads them
 }
 
 // FeedEntry is one notification in the feed.
@@ -119,8 +121,7 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 				}
 				types[it.TypeKey] = t
 			}
-			cur = &FeedGroup{Type: it.TypeKey, BatchKey: it.BatchKey, LatestAt: it.OccurredAt,
-				group: &mailtemplates.Group{Type: mailtemplates.Type{Key: t.Key, Name: t.Name, ItemText: t.ItemText, GroupText: t.GroupText, DisplayLimit: 1 << 20}}}
+			cur = &FeedGroup{Type: it.TypeKey, BatchKey: it.BatchKey, LatestAt: it.OccurredAt}
 			groups = append(groups, cur)
 		}
 		cur.Count++
@@ -129,16 +130,17 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 		}
 		cur.Notifications = append(cur.Notifications, FeedEntry{ID: it.NotificationID, Actor: it.Actor, Object: it.Object, Data: it.Data,
 			OccurredAt: it.OccurredAt, ReadAt: it.ReadAt, SeenAt: it.SeenAt})
+		cur.items = append(cur.items, it.Item)
 	}
 	loc := preferences.Location(rec.Timezone)
 	for _, g := range groups {
-		content := mailtemplates.BatchContent{Batch: &db.Batch{}, Recipient: rec, Types: map[string]*db.Type{g.Type: types[g.Type]}}
-		for i := len(g.Notifications) - 1; i >= 0; i-- {
-			n := g.Notifications[i]
-			content.Items = append(content.Items, db.Item{TypeKey: g.Type, Actor: n.Actor, Object: n.Object, Data: n.Data, OccurredAt: n.OccurredAt})
-		}
-		in := mailtemplates.InputFromBatch(content)
-		g.Text = mailtemplates.Heading(in.Groups[0], loc)
+		// The heading counts and names every notification of the group,
+		// and takes its item fields from the newest, as an email's
+		// heading does.
+		t := batching.TemplateType(types[g.Type])
+		t.DisplayLimit, t.ItemOrder = len(g.items), "latest"
+		slices.Reverse(g.items) // Group takes them in arrival order
+		g.Text = mailtemplates.Heading(batching.Group(t, g.items), loc)
 	}
 	return groups, nil
 }

@@ -59,13 +59,13 @@ func (s *Server) Handler() http.Handler {
 	admin("POST /admin/batches/{id}/retry", s.adminBatchAction("retry delivery", s.Engine.Retry))
 	batchTitle := func(r *http.Request) string { return "Batch " + r.PathValue("id") }
 	batchURL := func(r *http.Request) string { return "/admin/batches/" + r.PathValue("id") }
-	admin("GET /admin/batches/{id}/preview", s.previewPage(s.renderBatch, batchTitle, batchURL, batchTitle, "batches"))
-	admin("GET /admin/batches/{id}/preview/html", s.previewHTML(s.renderBatch))
+	admin("GET /admin/batches/{id}/preview", s.previewPage(s.batchEmail, batchTitle, batchURL, batchTitle, "batches"))
+	admin("GET /admin/batches/{id}/preview/html", s.previewHTML(s.batchEmail))
 	typeTitle := func(r *http.Request) string { return "Type " + r.PathValue("key") + " with sample data" }
 	admin("GET /admin/types", s.adminTypes)
-	admin("GET /admin/types/{key}/preview", s.previewPage(s.renderType, typeTitle,
+	admin("GET /admin/types/{key}/preview", s.previewPage(s.typeEmail, typeTitle,
 		func(*http.Request) string { return "/admin/types" }, func(*http.Request) string { return "Types" }, "types"))
-	admin("GET /admin/types/{key}/preview/html", s.previewHTML(s.renderType))
+	admin("GET /admin/types/{key}/preview/html", s.previewHTML(s.typeEmail))
 	admin("GET /admin/types/{key}/edit", s.typeEditPage)
 	admin("POST /admin/types/{key}/edit", s.typeEditSave)
 	admin("GET /admin/recipients", s.adminRecipient)

@@ -14,10 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
-	"github.com/lull-dev/lull/jobs"
 	"github.com/lull-dev/lull/web/browsertest"
 )
 
@@ -69,12 +66,7 @@ func xssSetup(t *testing.T) (a *apiBundle, hostile string, open, sent int64) {
 			}
 		}
 	}
-	ctx := context.Background()
-	a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() WHERE id = $1`, sent)
-	job := &river.Job[jobs.FlushArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 8}, Args: jobs.FlushArgs{BatchID: sent}}
-	if err := a.flush.Work(ctx, job); err != nil {
-		t.Fatal(err)
-	}
+	flushNow(t, a, sent)
 	if n := countRows(t, a.db, "SELECT count(*) FROM outbox"); n != 1 {
 		t.Fatalf("%d emails in the outbox, want 1", n)
 	}

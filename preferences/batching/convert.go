@@ -1,10 +1,13 @@
 package batching
 
 import (
+	"encoding/json"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 )
 
@@ -50,6 +53,96 @@ func Schedule(r *db.Recipient) preferences.Schedule {
 		s.Quiet = preferences.QuietHours{Start: preferences.TimeOfDay(*r.QuietStart), End: preferences.TimeOfDay(*r.QuietEnd), Enabled: true}
 	}
 	return s
+}
+
+// TemplateType is a stored type as email shows it.
+func TemplateType(t *db.Type) mailtemplates.Type {
+	return mailtemplates.Type{Key: t.Key, Name: t.Name, Category: t.Category, ItemText: t.ItemText, GroupText: t.GroupText,
+		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder}
+}
+
+// input is the view model of a batch's email: one group per type,
+// ordered by type name. Every item's type must be in types. Sender,
+// Message-ID, date and links are Envelope.Address's to fill.
+func input(b *db.Batch, rec *db.Recipient, items []db.Item, types map[string]*db.Type) mailtemplates.Input {
+	in := mailtemplates.Input{
+		BatchID:   b.ID,
+		Mode:      b.Mode,
+		Recipient: mailtemplates.Recipient{ID: rec.ID, Name: rec.Name, Email: rec.Email, Location: preferences.Location(rec.Timezone)},
+		Since:     b.OpenedAt,
+	}
+	byType := map[string][]db.Item{}
+	for _, it := range items {
+		byType[it.TypeKey] = append(byType[it.TypeKey], it)
+	}
+	for key, items := range byType {
+		in.Groups = append(in.Groups, Group(TemplateType(types[key]), items))
+	}
+	sort.Slice(in.Groups, func(i, j int) bool {
+		a, b := in.Groups[i].Type, in.Groups[j].Type
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Key < b.Key
+	})
+	return in
+}
+
+// Group turns one type's items (in arrival order) into the group an email
+// shows: its true total, its distinct actors (newest first) and at most
+// t.DisplayLimit items in t.ItemOrder. The feed's headings are made from
+// groups built here too, so they read as the email's do.
+func Group(t mailtemplates.Type, items []db.Item) mailtemplates.Group {
+	g := mailtemplates.Group{Type: t, Total: len(items)}
+	seen := map[string]bool{}
+	for i := len(items) - 1; i >= 0; i-- {
+		a := decodeActor(items[i].Actor)
+		key := a.ID
+		if key == "" {
+			key = a.Name
+		}
+		if key == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		g.ActorCount++
+		if len(g.ActorNames) < 3 && a.Name != "" {
+			g.ActorNames = append(g.ActorNames, a.Name)
+		}
+	}
+	limit := max(t.DisplayLimit, 1)
+	picked := items
+	if t.ItemOrder != "first" {
+		// Latest first: newest at the top.
+		picked = make([]db.Item, len(items))
+		for i, it := range items {
+			picked[len(items)-1-i] = it
+		}
+	}
+	if len(picked) > limit {
+		picked = picked[:limit]
+	}
+	for _, it := range picked {
+		g.Items = append(g.Items, templateItem(it))
+	}
+	return g
+}
+
+func decodeActor(raw json.RawMessage) mailtemplates.Actor {
+	var v struct{ ID, Name string }
+	if json.Unmarshal(raw, &v) != nil {
+		return mailtemplates.Actor{}
+	}
+	return mailtemplates.Actor{ID: v.ID, Name: v.Name}
+}
+
+func templateItem(it db.Item) mailtemplates.Item {
+	var o struct{ Type, ID, Title, URL string }
+	json.Unmarshal(it.Object, &o)
+	var data map[string]any
+	json.Unmarshal(it.Data, &data)
+	return mailtemplates.Item{Actor: decodeActor(it.Actor), Object: mailtemplates.Object{Type: o.Type, ID: o.ID, Title: o.Title, URL: o.URL},
+		Data: data, OccurredAt: it.OccurredAt}
 }
 
 func isNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }
