@@ -6,7 +6,7 @@ import (
 )
 
 // Handler returns every route of lull, with what every request passes
-// through: panic recovery, security headers and the refusal of
+// through: counting, panic recovery, security headers and the refusal of
 // cross-site form posts.
 func (s *Server) Handler() http.Handler {
 	mux := s.routes()
@@ -16,7 +16,7 @@ func (s *Server) Handler() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.AddInsecureBypassPattern("POST /unsubscribe")
 	cop.AddInsecureBypassPattern("/api/")
-	return s.recoverPanics(securityHeaders(cop.Handler(mux)))
+	return s.countRequests(s.recoverPanics(securityHeaders(cop.Handler(mux))))
 }
 
 // patternMux is an http.ServeMux that remembers the patterns it was

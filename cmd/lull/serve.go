@@ -173,7 +173,8 @@ func (a *app) build(ctx context.Context) error {
 		a.sender = s
 	}
 	links := mailtemplates.Links{BaseURL: cfg.BaseURL, Secret: []byte(secret)}
-	a.metrics = metrics.New()
+	a.metrics = metrics.New(versionString())
+	a.metrics.WatchDatabase(a.db.Pool)
 	flush := &jobs.FlushWorker{
 		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom,
 		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
@@ -194,7 +195,7 @@ func (a *app) build(ctx context.Context) error {
 	a.river = client
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
-		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}}
+		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics}
 	return nil
 }
 
