@@ -3,13 +3,18 @@
 # Run: docker compose up (docker-compose.yml), or
 #      docker run -e DATABASE_URL=postgres://... -p 8080:8080 lull
 
-FROM golang:1.26-bookworm AS build
+# The build stage runs on the builder's own platform and cross-compiles
+# for the image's (TARGETOS/TARGETARCH, set by buildx), so a multi-arch
+# build (.goreleaser.yaml) needs no emulation.
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/lull ./cmd/lull
+ARG TARGETOS TARGETARCH
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/lull ./cmd/lull
 
 # The final stage takes only the binary and the CA roots (for smtps://).
 # CI builds this stage from a binary built outside (.ci/container), so keep

@@ -30,6 +30,8 @@ type apiBundle struct {
 	srv   *httptest.Server
 	web   *web.Server
 	flush *jobs.FlushWorker
+	// http checks every API call against openapi.json (contractCheck).
+	http *http.Client
 }
 
 // setupAPI serves the real router on a test database with one API key.
@@ -58,10 +60,11 @@ func serveAPI(t *testing.T, d *db.DB) *apiBundle {
 	go s.Feed.Run(ctx)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { cancel(); srv.Close() })
-	return &apiBundle{db: d, srv: srv, web: s, flush: flush}
+	return &apiBundle{db: d, srv: srv, web: s, flush: flush, http: &http.Client{Transport: contractCheck{http.DefaultTransport}}}
 }
 
-// call sends a request with the API key and decodes the JSON answer.
+// call sends a request with the API key and decodes the JSON answer. The
+// call is checked against openapi.json.
 func (a *apiBundle) call(t *testing.T, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, a.srv.URL+path, strings.NewReader(body))
@@ -70,7 +73,7 @@ func (a *apiBundle) call(t *testing.T, method, path, body string) (int, map[stri
 	}
 	req.Header.Set("Authorization", "Bearer "+testKey)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := a.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +119,7 @@ func TestAPIRefusesMissingOrWrongKey(t *testing.T) {
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.http.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -129,7 +129,7 @@ func TestFeedStreamSendsCountChanges(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+testKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := a.http.Do(req.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}

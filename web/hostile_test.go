@@ -25,7 +25,8 @@ func hostileSetup(t *testing.T) *apiBundle {
 }
 
 // raw sends body as it is, bytes and all, and returns the status, the
-// content type and the decoded problem (if any).
+// content type and the decoded problem (if any). The call is checked
+// against openapi.json.
 func (a *apiBundle) raw(t *testing.T, method, path string, body []byte) (int, string, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, a.srv.URL+path, bytes.NewReader(body))
@@ -34,7 +35,7 @@ func (a *apiBundle) raw(t *testing.T, method, path string, body []byte) (int, st
 	}
 	req.Header.Set("Authorization", "Bearer "+testKey)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := a.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestRetractSeesOnlyItsOwnAPIKeysEvents(t *testing.T) {
 	for _, path := range []string{"/api/v1/events?key=shared", "/api/v1/events/" + id} {
 		req, _ := http.NewRequest("DELETE", a.srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+otherKey)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.http.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,10 +5,38 @@ import (
 	"net/http"
 )
 
-// Handler returns every route of lull in one place.
+// Handler returns every route of lull, with what every request passes
+// through: counting, panic recovery, security headers and the refusal of
+// cross-site form posts.
 func (s *Server) Handler() http.Handler {
+	mux := s.routes()
+	// Cross-site form posts are refused on every form; the one-click
+	// unsubscribe is exempt because mail providers POST it from their own
+	// servers, and its token is its authorisation.
+	cop := http.NewCrossOriginProtection()
+	cop.AddInsecureBypassPattern("POST /unsubscribe")
+	cop.AddInsecureBypassPattern("/api/")
+	return s.countRequests(s.recoverPanics(securityHeaders(cop.Handler(mux))))
+}
+
+// patternMux is an http.ServeMux that remembers the patterns it was
+// given, so that tests can hold the API document to what is served.
+type patternMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *patternMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *patternMux) HandleFunc(pattern string, h http.HandlerFunc) { m.Handle(pattern, h) }
+
+// routes registers every route in one place.
+func (s *Server) routes() *patternMux {
 	s.init()
-	mux := http.NewServeMux()
+	mux := &patternMux{ServeMux: http.NewServeMux()}
 	mux.Handle("GET /static/", s.assets)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -36,6 +64,10 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/batches/{id}/flush", s.flushBatch)
 	api("POST /api/v1/batches/{id}/cancel", s.cancelBatch)
 	api("POST /api/v1/simulations", s.bigBodies.gate(s.createSimulation))
+	// The contract needs no key: it holds nothing secret, and a client
+	// generator or a person must be able to read it before having one.
+	mux.HandleFunc("GET /api/v1/openapi.json", s.openAPIDocument)
+	mux.HandleFunc("GET /api/docs", s.apiDocs)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errNotFound) })
 
 	page := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.checkText(h)) }
@@ -77,12 +109,5 @@ func (s *Server) Handler() http.Handler {
 	admin("POST /admin/jobs/{id}/cancel", s.adminJobAction("cancel job"))
 	admin("GET /admin/simulate", s.simulatePage)
 	admin("POST /admin/simulate", s.simulateRun)
-
-	// Cross-site form posts are refused on every form; the one-click
-	// unsubscribe is exempt because mail providers POST it from their own
-	// servers, and its token is its authorisation.
-	cop := http.NewCrossOriginProtection()
-	cop.AddInsecureBypassPattern("POST /unsubscribe")
-	cop.AddInsecureBypassPattern("/api/")
-	return s.recoverPanics(securityHeaders(cop.Handler(mux)))
+	return mux
 }

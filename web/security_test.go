@@ -33,7 +33,7 @@ func TestSecurityAPIKeys(t *testing.T) {
 	get := func(key string) int {
 		req, _ := http.NewRequest("GET", a.srv.URL+"/api/v1/types", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.http.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

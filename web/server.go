@@ -35,6 +35,8 @@ type Server struct {
 	Links    mailtemplates.Links
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// Metrics counts requests; nil counts nothing.
+	Metrics RequestMetrics
 
 	initOnce     sync.Once
 	sessions     *sessions.CookieStore

@@ -37,11 +37,17 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 // the server stops when the test ends.
 func boot(t *testing.T, env map[string]string) string {
 	t.Helper()
+	return bootCommand(t, "serve", env)
+}
+
+// bootCommand is boot for "lull serve" or "lull demo".
+func bootCommand(t *testing.T, command string, env map[string]string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, logs syncBuffer
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
-	go func() { done <- run(ctx, []string{"serve"}, getenv, &out, &logs) }()
+	go func() { done <- run(ctx, []string{command}, getenv, &out, &logs) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

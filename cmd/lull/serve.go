@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/lull-dev/lull/client"
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/localpg"
 	"github.com/lull-dev/lull/jobs"
@@ -91,7 +92,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	go (&jobs.Promoter{DB: a.db, Logger: a.logger}).Run(ctx)
 	if demo {
 		a.demoNote = fmt.Sprintf("  demo:      password %q, API key %q; events arrive for five minutes\n", cfg.AdminPassword, cfg.APIKey)
-		go runDemo(ctx, a)
+		go runDemo(ctx, a.logger, client.New(localURL(ln.Addr().String()), cfg.APIKey))
 	}
 	errc := make(chan error, 2)
 	if mln != nil {
@@ -172,7 +173,8 @@ func (a *app) build(ctx context.Context) error {
 		a.sender = s
 	}
 	links := mailtemplates.Links{BaseURL: cfg.BaseURL, Secret: []byte(secret)}
-	a.metrics = metrics.New()
+	a.metrics = metrics.New(versionString())
+	a.metrics.WatchDatabase(a.db.Pool)
 	flush := &jobs.FlushWorker{
 		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom,
 		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
@@ -193,20 +195,27 @@ func (a *app) build(ctx context.Context) error {
 	a.river = client
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics, MaxData: cfg.MaxData}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
-		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}}
+		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics}
 	return nil
 }
 
-// announce prints where lull listens and how to get in.
-func (a *app) announce(w io.Writer, addr string) {
+// localURL is the URL of a listen address on this machine: a wildcard
+// address (":8080") is reached at localhost.
+func localURL(addr string) string {
 	host, port, _ := net.SplitHostPort(addr)
 	if host == "" || host == "::" || host == "0.0.0.0" {
 		host = "localhost"
 	}
-	base := "http://" + net.JoinHostPort(host, port)
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// announce prints where lull listens and how to get in.
+func (a *app) announce(w io.Writer, addr string) {
+	base := localURL(addr)
 	fmt.Fprintf(w, "lull is listening on %s\n", base)
 	fmt.Fprintf(w, "  health:    %s/readyz\n", base)
 	fmt.Fprintf(w, "  API:       %s/api/v1 (Authorization: Bearer <key>)\n", base)
+	fmt.Fprintf(w, "  API docs:  %s/api/docs\n", base)
 	if a.cfg.AdminEmail != "" {
 		fmt.Fprintf(w, "  operators: %s/admin (log in as %s)\n", base, a.cfg.AdminEmail)
 	}
