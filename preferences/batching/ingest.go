@@ -2,6 +2,7 @@ package batching
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -657,8 +658,8 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 
 // Check applies every rule that needs no stored data, and returns a
 // *ValidationError listing each failing field. It also normalises ev:
-// a recipient named twice is kept once (an object wins over a bare id,
-// since it carries the details), and a missing occurred_at becomes now.
+// a recipient named twice is kept once, and notified once (see merge),
+// and a missing occurred_at becomes now.
 // It is separate from the type lookup so it can be fuzzed without a
 // database.
 func (ev *Event) Check(now time.Time) error {
@@ -684,9 +685,7 @@ func (ev *Event) Check(now time.Time) error {
 	for i, r := range ev.Recipients {
 		validateRecipientRef(v, i, r, zones)
 		if j, ok := seen[r.ID]; ok {
-			if r.Inline {
-				dedup[j] = r
-			}
+			dedup[j] = dedup[j].merge(r)
 			continue
 		}
 		seen[r.ID] = len(dedup)
@@ -698,6 +697,21 @@ func (ev *Event) Check(now time.Time) error {
 		ev.OccurredAt = &t
 	}
 	return v.Err()
+}
+
+// merge is r named again as later in the same event. It reads like two
+// updates in a row: an object wins over a bare id, since it carries the
+// details, and a field the later object leaves empty keeps the earlier
+// value, as it keeps a stored one.
+func (r RecipientRef) merge(later RecipientRef) RecipientRef {
+	if !later.Inline {
+		return r
+	}
+	r.Inline = true
+	r.Email = cmp.Or(later.Email, r.Email)
+	r.Name = cmp.Or(later.Name, r.Name)
+	r.Timezone = cmp.Or(later.Timezone, r.Timezone)
+	return r
 }
 
 // validateRecipientRef checks recipient i. zones remembers which time
