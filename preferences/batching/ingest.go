@@ -616,15 +616,19 @@ func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, poli
 	if len(ids) == 0 {
 		return nil
 	}
-	act, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey))
-	if err != nil {
-		return err
-	}
+	// Only a leading cooldown needs to know when the last notification
+	// came; the burst guard needs just the open batch.
+	lead := make([]bool, len(ids))
 	var immediate []string
-	for _, id := range ids {
+	for i, id := range ids {
+		lead[i] = policies[id].Mode == preferences.Cooldown
 		if policies[id].Mode == preferences.Immediate {
 			immediate = append(immediate, id)
 		}
+	}
+	act, err := db.LastActivity(ctx, tx, ids, lead, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey))
+	if err != nil {
+		return err
 	}
 	recent := map[string]int{}
 	if len(immediate) > 0 {
