@@ -316,7 +316,7 @@ type share struct {
 
 // store saves the recipients given inline and the events themselves.
 func (in *ingestion) store(ctx context.Context) error {
-	var inline []db.Recipient
+	var inline []db.InlineRecipient
 	events := make([]*db.Event, len(in.members))
 	for i, m := range in.members {
 		ev := m.ev
@@ -324,7 +324,7 @@ func (in *ingestion) store(ctx context.Context) error {
 		for j, r := range ev.Recipients {
 			m.ids[j] = r.ID
 			if r.Inline {
-				inline = append(inline, db.Recipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
+				inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
 			}
 		}
 		// Batch rows are locked in recipient order, in every chunk and
