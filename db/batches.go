@@ -367,17 +367,30 @@ type Activity struct {
 	HasOpen bool
 }
 
-// LastActivity reports Activity for each recipient under batchKey from
-// the recipient's batches for that key: when the last notification came
-// (for the leading-item rule) and whether a batch (not an immediate one)
-// is open to join at now. A batch already due is not: it only waits for
-// its flush, as if the flush had run.
-func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string, now time.Time) (map[string]Activity, error) {
+// LastActivity reports Activity for each recipient under batchKey: whether
+// a batch (not an immediate one) is open to join at now (one already due
+// or sealed is not: it only waits for its flush), and, where lead[i] is
+// set, when recipient ids[i] last had a notification under the key (for
+// the leading-item rule; elsewhere Last is zero). The open batch is one
+// probe of batches_one_open per recipient. Only the leading-item rule
+// reads the recipient's past batches, so the burst guard, which every
+// immediate fan-out applies, costs the same however long the recipients'
+// histories are; grouping all their batches under the key made it read
+// every batch they ever had, or the whole table.
+func LastActivity(ctx context.Context, q Querier, ids []string, lead []bool, batchKey string, now time.Time) (map[string]Activity, error) {
+	// LATERAL keeps both lookups per recipient: as EXISTS in the select
+	// list the planner may hash the open batches of every recipient
+	// under the key instead.
 	rows, err := q.Query(ctx, `
-		SELECT recipient_id, max(last_event_at),
-		       bool_or(state = 'open' AND mode <> 'immediate' AND NOT sealed AND closes_at > $3)
-		FROM batches WHERE recipient_id = ANY($1) AND batch_key = $2
-		GROUP BY recipient_id`, ids, batchKey, now)
+		SELECT u.id, o.open IS NOT NULL, l.last
+		FROM unnest($1::text[], $2::bool[]) AS u(id, lead)
+		LEFT JOIN LATERAL (SELECT true AS open FROM batches b
+		                   WHERE b.recipient_id = u.id AND b.batch_key = $3 AND b.state = 'open' AND b.mode <> 'immediate'
+		                     AND NOT b.sealed AND b.closes_at > $4
+		                   LIMIT 1) o ON true
+		LEFT JOIN LATERAL (SELECT max(b.last_event_at) AS last FROM batches b
+		                   WHERE u.lead AND b.recipient_id = u.id AND b.batch_key = $3) l ON true
+		WHERE o.open OR l.last IS NOT NULL`, ids, lead, batchKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("last activity: %w", err)
 	}
@@ -386,8 +399,12 @@ func LastActivity(ctx context.Context, q Querier, ids []string, batchKey string,
 	for rows.Next() {
 		var id string
 		var a Activity
-		if err := rows.Scan(&id, &a.Last, &a.HasOpen); err != nil {
+		var last *time.Time
+		if err := rows.Scan(&id, &a.HasOpen, &last); err != nil {
 			return nil, err
+		}
+		if last != nil {
+			a.Last = *last
 		}
 		out[id] = a
 	}

@@ -250,25 +250,44 @@ func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, 
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// InlineRecipient is a recipient as an event gives it inline: an id and
+// the contact fields to create or update it with.
+type InlineRecipient struct{ ID, Email, Name, Timezone string }
+
 // UpsertRecipients creates or updates recipients given inline in an event,
-// in one statement. Empty fields do not overwrite stored ones.
-func UpsertRecipients(ctx context.Context, q Querier, rs []Recipient) error {
+// in one statement. Empty fields do not overwrite stored ones, and a row
+// is rewritten only when a field given changes it, so notifying the same
+// inline audience again costs a lookup per recipient, not a new row
+// version and its index entries.
+//
+// A new recipient without a time zone gets UTC while an existing one keeps
+// theirs, which EXCLUDED.timezone (already defaulted to UTC) cannot tell
+// apart: the update looks the zone given up in a jsonb object keyed by id,
+// built once per statement, which is a binary search. Looking each
+// conflicting id up in the list instead made the statement quadratic (22 s
+// to notify 20,000 inline recipients a second time). Conflicts with a
+// concurrent insert of the same recipient are resolved by ON CONFLICT.
+func UpsertRecipients(ctx context.Context, q Querier, rs []InlineRecipient) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	ids, emails, names, zones := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	n := len(rs)
+	ids, emails, names, zones := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rs {
 		ids[i], emails[i], names[i], zones[i] = r.ID, r.Email, r.Name, r.Timezone
 	}
 	_, err := q.Exec(ctx, `
-		WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, email, name, tz))
-		INSERT INTO recipients (id, email, name, timezone)
-		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC') FROM v ORDER BY id
+		WITH given AS (SELECT jsonb_object($1::text[], $4::text[]) AS zones)
+		INSERT INTO recipients AS r (id, email, name, timezone)
+		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC')
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, email, name, tz) ORDER BY id
 		ON CONFLICT (id) DO UPDATE SET
-		    email = coalesce(nullif(EXCLUDED.email, ''), recipients.email),
-		    name = coalesce(nullif(EXCLUDED.name, ''), recipients.name),
-		    timezone = coalesce((SELECT nullif(tz, '') FROM v WHERE v.id = EXCLUDED.id), recipients.timezone),
-		    updated_at = now()`, ids, emails, names, zones)
+		    email = coalesce(nullif(EXCLUDED.email, ''), r.email),
+		    name = coalesce(nullif(EXCLUDED.name, ''), r.name),
+		    timezone = coalesce(nullif((SELECT zones FROM given) ->> EXCLUDED.id, ''), r.timezone),
+		    updated_at = now()
+		WHERE nullif(EXCLUDED.email, '') <> r.email OR nullif(EXCLUDED.name, '') <> r.name
+		   OR nullif((SELECT zones FROM given) ->> EXCLUDED.id, '') <> r.timezone`, ids, emails, names, zones)
 	if err != nil {
 		return fmt.Errorf("save recipients: %w", err)
 	}

@@ -671,3 +671,101 @@ func TestBatchOfADeletedRecipientIsCanceled(t *testing.T) {
 		t.Fatalf("%d emails to a deleted recipient", n)
 	}
 }
+
+// TestRepeatFanOutMergesInlineRecipients notifies the same inline audience
+// twice while its batches are open, each time naming some recipients
+// twice. Each recipient is stored once and notified once per event, in
+// one batch; a field given overrides the stored one, an empty one keeps
+// it (a time zone left out does not fall back to UTC), and a recipient
+// named twice in one event reads as two updates in a row.
+func TestRepeatFanOutMergesInlineRecipients(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	const n = 300
+	id := func(i int) string { return "f" + itoa(int64(i)) }
+	zones := []string{"Asia/Tokyo", "Europe/Berlin", "America/Chicago"}
+	type fields struct{ email, name, zone string }
+	want := map[string]fields{}
+	post := func(refs []batching.RecipientRef) {
+		t.Helper()
+		ev := &batching.Event{Type: "post", Actor: batching.Actor{ID: "alice", Name: "Alice"}, Recipients: refs}
+		res, err := b.engine.Ingest(context.Background(), 1, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Notifications != n || len(res.Batches) != n {
+			t.Fatalf("%d notifications in %d batches, want %d", res.Notifications, len(res.Batches), n)
+		}
+	}
+
+	var first []batching.RecipientRef
+	for i := range n {
+		f := fields{id(i) + "@example.com", "Name " + itoa(int64(i)), zones[i%3]}
+		want[id(i)] = f
+		switch i % 10 {
+		case 0: // a bare id first, then the object
+			first = append(first, batching.RecipientRef{ID: id(i)})
+			first = append(first, batching.RecipientRef{ID: id(i), Email: f.email, Name: f.name, Timezone: f.zone, Inline: true})
+		case 1: // two objects, each with part of the fields
+			first = append(first, batching.RecipientRef{ID: id(i), Email: f.email, Timezone: f.zone, Inline: true})
+			first = append(first, batching.RecipientRef{ID: id(i), Name: f.name, Inline: true})
+		default:
+			first = append(first, batching.RecipientRef{ID: id(i), Email: f.email, Name: f.name, Timezone: f.zone, Inline: true})
+		}
+	}
+	post(first)
+
+	var again []batching.RecipientRef
+	for i := range n {
+		f := want[id(i)]
+		r := batching.RecipientRef{ID: id(i), Inline: true}
+		switch i % 5 {
+		case 0: // nothing but the id: everything stored stays
+		case 1: // a new address only
+			f.email = id(i) + "@new.example.com"
+			r.Email = f.email
+		case 2: // a new time zone and name
+			f.zone, f.name = "Pacific/Auckland", "Renamed "+itoa(int64(i))
+			r.Timezone, r.Name = f.zone, f.name
+		case 3: // the same fields again
+			r.Email, r.Name, r.Timezone = f.email, f.name, f.zone
+		case 4: // named twice: a new address, then a bare id
+			f.email = id(i) + "@other.example.com"
+			r.Email = f.email
+			again = append(again, r)
+			r = batching.RecipientRef{ID: id(i)}
+		}
+		want[id(i)] = f
+		again = append(again, r)
+	}
+	post(again)
+
+	rows, err := b.db.Pool.Query(context.Background(), `SELECT id, email, name, timezone FROM recipients`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]fields{}
+	for rows.Next() {
+		var rid string
+		var f fields
+		if err := rows.Scan(&rid, &f.email, &f.name, &f.zone); err != nil {
+			t.Fatal(err)
+		}
+		got[rid] = f
+	}
+	if len(got) != n {
+		t.Fatalf("%d recipients stored, want %d", len(got), n)
+	}
+	for rid, w := range want {
+		if got[rid] != w {
+			t.Errorf("recipient %s is %+v, want %+v", rid, got[rid], w)
+		}
+	}
+	if c := b.count(t, "SELECT count(*) FROM (SELECT recipient_id FROM notifications GROUP BY recipient_id HAVING count(*) = 2) x"); c != n {
+		t.Errorf("%d recipients have two notifications, want all %d", c, n)
+	}
+	if c := b.count(t, "SELECT count(*) FROM batches WHERE state = 'open' AND item_count = 2"); c != n {
+		t.Errorf("%d open batches of two items, want %d", c, n)
+	}
+}

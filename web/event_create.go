@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lull-dev/lull/preferences/batching"
@@ -17,6 +18,7 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Engine.Ingest(r.Context(), apiKeyID(r), &ev)
+	answerWhenDone(w, r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -63,9 +65,22 @@ func (s *Server) retractEventByKey(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) retract(w http.ResponseWriter, r *http.Request, ref batching.EventRef) {
 	res, err := s.Engine.Retract(r.Context(), apiKeyID(r), ref)
+	answerWhenDone(w, r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// answerWhenDone gives the answer to r a write deadline counted from now,
+// when its work is done, rather than from when the request came in: an
+// event to 100,000 recipients can take longer to store than the server's
+// write timeout, and an event that was stored must be answered. A client
+// that stops reading is still cut off, one write timeout later.
+func answerWhenDone(w http.ResponseWriter, r *http.Request) {
+	hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if ok && hs.WriteTimeout > 0 {
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(hs.WriteTimeout))
+	}
 }

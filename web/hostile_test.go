@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -393,4 +394,64 @@ func TestHostileSlowClients(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// TestStoredEventIsAnsweredAfterTheWriteTimeout posts an event that takes
+// longer to store than the server's write timeout (it waits for a row the
+// test holds, as a fan-out to 100,000 recipients takes its time): the
+// event is stored and its client still gets its 202, not a closed
+// connection.
+func TestStoredEventIsAnsweredAfterTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	a := hostileSetup(t)
+	srv := a.web.HTTPServer("127.0.0.1:0")
+	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	ctx := context.Background()
+	tx, err := a.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM recipients WHERE id = 'u_bob' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		status int
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/api/v1/events",
+			strings.NewReader(`{"type":"comment","key":"slow-1","recipients":["u_bob"]}`))
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		resp.Body.Close()
+		answered <- answer{status: resp.StatusCode}
+	}()
+	time.Sleep(time.Second) // past the read and the write timeout
+	select {
+	case got := <-answered:
+		t.Fatalf("the event was answered (%d, %v) while its recipient's row was held", got.status, got.err)
+	default:
+	}
+	tx.Rollback(ctx)
+	got := <-answered
+	if got.err != nil || got.status != http.StatusAccepted {
+		t.Fatalf("an event stored after the write timeout got %d, %v; want 202", got.status, got.err)
+	}
+	var stored int
+	if err := a.db.Pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE key = 'slow-1'`).Scan(&stored); err != nil || stored != 1 {
+		t.Fatalf("%d events stored (%v), want 1", stored, err)
+	}
 }

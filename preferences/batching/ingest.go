@@ -2,6 +2,7 @@ package batching
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -327,7 +328,7 @@ type share struct {
 
 // store saves the recipients given inline and the events themselves.
 func (in *ingestion) store(ctx context.Context) error {
-	var inline []db.Recipient
+	var inline []db.InlineRecipient
 	events := make([]*db.Event, len(in.members))
 	for i, m := range in.members {
 		ev := m.ev
@@ -335,7 +336,7 @@ func (in *ingestion) store(ctx context.Context) error {
 		for j, r := range ev.Recipients {
 			m.ids[j] = r.ID
 			if r.Inline {
-				inline = append(inline, db.Recipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
+				inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
 			}
 		}
 		// Batch rows are locked in recipient order, in every chunk and
@@ -637,15 +638,19 @@ func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, poli
 	if len(ids) == 0 {
 		return nil
 	}
-	act, err := db.LastActivity(ctx, tx, ids, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey), r.now)
-	if err != nil {
-		return err
-	}
+	// Only a leading cooldown needs to know when the last notification
+	// came; the burst guard needs just the open batch.
+	lead := make([]bool, len(ids))
 	var immediate []string
-	for _, id := range ids {
+	for i, id := range ids {
+		lead[i] = policies[id].Mode == preferences.Cooldown
 		if policies[id].Mode == preferences.Immediate {
 			immediate = append(immediate, id)
 		}
+	}
+	act, err := db.LastActivity(ctx, tx, ids, lead, preferences.BatchKey(preferences.Cooldown, r.typ.Key, r.eventBatchKey), r.now)
+	if err != nil {
+		return err
 	}
 	recent := map[string]int{}
 	if len(immediate) > 0 {
@@ -680,9 +685,9 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 // Check applies every rule that needs no stored data, and returns a
 // *ValidationError listing each failing field; data may have at most
 // maxData bytes (see checkSizes). It also normalises ev: a recipient
-// named twice is kept once (an object wins over a bare id, since it
-// carries the details), and a missing occurred_at becomes now. It is
-// separate from the type lookup so it can be fuzzed without a database.
+// named twice is kept once, and notified once (see merge), and a missing
+// occurred_at becomes now. It is separate from the type lookup so it can
+// be fuzzed without a database.
 func (ev *Event) Check(now time.Time, maxData int) error {
 	v := &ValidationError{}
 	if ev.Type == "" {
@@ -701,9 +706,7 @@ func (ev *Event) Check(now time.Time, maxData int) error {
 	for i, r := range ev.Recipients {
 		validateRecipientRef(v, i, r, zones)
 		if j, ok := seen[r.ID]; ok {
-			if r.Inline {
-				dedup[j] = r
-			}
+			dedup[j] = dedup[j].merge(r)
 			continue
 		}
 		seen[r.ID] = len(dedup)
@@ -715,6 +718,21 @@ func (ev *Event) Check(now time.Time, maxData int) error {
 		ev.OccurredAt = &t
 	}
 	return v.Err()
+}
+
+// merge is r named again as later in the same event. It reads like two
+// updates in a row: an object wins over a bare id, since it carries the
+// details, and a field the later object leaves empty keeps the earlier
+// value, as it keeps a stored one.
+func (r RecipientRef) merge(later RecipientRef) RecipientRef {
+	if !later.Inline {
+		return r
+	}
+	r.Inline = true
+	r.Email = cmp.Or(later.Email, r.Email)
+	r.Name = cmp.Or(later.Name, r.Name)
+	r.Timezone = cmp.Or(later.Timezone, r.Timezone)
+	return r
 }
 
 // validateRecipientRef checks recipient i. zones remembers which time
