@@ -367,30 +367,25 @@ type Activity struct {
 	HasOpen bool
 }
 
-// LastActivity reports Activity for each recipient under batchKey: whether
-// a batch (not an immediate one) is open to join at now (one already due
-// or sealed is not: it only waits for its flush), and, where lead[i] is
-// set, when recipient ids[i] last had a notification under the key (for
-// the leading-item rule; elsewhere Last is zero). The open batch is one
-// probe of batches_one_open per recipient. Only the leading-item rule
-// reads the recipient's past batches, so the burst guard, which every
-// immediate fan-out applies, costs the same however long the recipients'
-// histories are; grouping all their batches under the key made it read
-// every batch they ever had, or the whole table.
-func LastActivity(ctx context.Context, q Querier, ids []string, lead []bool, batchKey string, now time.Time) (map[string]Activity, error) {
-	// LATERAL keeps both lookups per recipient: as EXISTS in the select
-	// list the planner may hash the open batches of every recipient
-	// under the key instead.
+// LastActivity reports Activity for recipients ids under batchKey:
+// whether a batch (not an immediate one) is open to join at now (one due
+// or sealed is not: it only waits for its flush), and, for those also in
+// lead, when they last had a notification under the key (for the
+// leading-item rule; for the others Last is zero). The open batches are
+// read from batches_one_open, one index entry per recipient. Only the
+// leading-item rule reads the recipients' past batches, so the burst
+// guard, which every immediate fan-out applies, costs the same however
+// long their histories are; asking every recipient for the last
+// notification made it read every batch they ever had, or the whole table.
+func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey string, now time.Time) (map[string]Activity, error) {
 	rows, err := q.Query(ctx, `
-		SELECT u.id, o.open IS NOT NULL, l.last
-		FROM unnest($1::text[], $2::bool[]) AS u(id, lead)
-		LEFT JOIN LATERAL (SELECT true AS open FROM batches b
-		                   WHERE b.recipient_id = u.id AND b.batch_key = $3 AND b.state = 'open' AND b.mode <> 'immediate'
-		                     AND NOT b.sealed AND b.closes_at > $4
-		                   LIMIT 1) o ON true
-		LEFT JOIN LATERAL (SELECT max(b.last_event_at) AS last FROM batches b
-		                   WHERE u.lead AND b.recipient_id = u.id AND b.batch_key = $3) l ON true
-		WHERE o.open OR l.last IS NOT NULL`, ids, lead, batchKey, now)
+		SELECT recipient_id, true, NULL::timestamptz FROM batches
+		WHERE recipient_id = ANY($1) AND batch_key = $3 AND state = 'open' AND mode <> 'immediate'
+		  AND NOT sealed AND closes_at > $4
+		UNION ALL
+		SELECT recipient_id, false, max(last_event_at) FROM batches
+		WHERE recipient_id = ANY($2) AND batch_key = $3
+		GROUP BY recipient_id`, ids, lead, batchKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("last activity: %w", err)
 	}
@@ -398,11 +393,13 @@ func LastActivity(ctx context.Context, q Querier, ids []string, lead []bool, bat
 	out := map[string]Activity{}
 	for rows.Next() {
 		var id string
-		var a Activity
+		var open bool
 		var last *time.Time
-		if err := rows.Scan(&id, &a.HasOpen, &last); err != nil {
+		if err := rows.Scan(&id, &open, &last); err != nil {
 			return nil, err
 		}
+		a := out[id]
+		a.HasOpen = a.HasOpen || open
 		if last != nil {
 			a.Last = *last
 		}

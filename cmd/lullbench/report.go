@@ -64,7 +64,7 @@ func (r *report) write(path string) error {
 		fmt.Fprintf(&b, "| %s | %s |\n", rw.name, rw.value)
 	}
 	fmt.Fprintf(&b, "\n## Micro-benchmarks\n\n```\n%s\n```\n", r.microOut)
-	b.WriteString("\nWhat each figure costs, why three goals are missed on this machine and what would meet them: [performance.md](performance.md).\n")
+	b.WriteString("\nWhat each figure costs, which goals are missed on this machine and what would meet them: [performance.md](performance.md).\n")
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

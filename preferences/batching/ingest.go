@@ -640,11 +640,12 @@ func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, poli
 	}
 	// Only a leading cooldown needs to know when the last notification
 	// came; the burst guard needs just the open batch.
-	lead := make([]bool, len(ids))
-	var immediate []string
-	for i, id := range ids {
-		lead[i] = policies[id].Mode == preferences.Cooldown
-		if policies[id].Mode == preferences.Immediate {
+	var lead, immediate []string
+	for _, id := range ids {
+		switch policies[id].Mode {
+		case preferences.Cooldown:
+			lead = append(lead, id)
+		case preferences.Immediate:
 			immediate = append(immediate, id)
 		}
 	}

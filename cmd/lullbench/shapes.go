@@ -1,0 +1,334 @@
+package main
+
+// The shapes real applications send, beyond single-recipient events and
+// one fan-out to bare ids: inline audiences, the same audience notified
+// again while its batches are open, overlapping audiences, floods into
+// shared batches, retraction storms and a digest peak across time zones.
+// Each scenario reports a ratio to a reference measured in the same run,
+// and a growth check, the time at 5 × the size ÷ the time at 1 × (linear
+// is 5), so its figures hold on a noisy machine.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sizes is a scenario's 1 × and 5 × size: full in a full run, quick in
+// -quick.
+func (b *bench) sizes(full, quick int) [2]int {
+	if b.quick {
+		return [2]int{quick, 5 * quick}
+	}
+	return [2]int{full, 5 * full}
+}
+
+// growthRow reports a growth check: the time at 5 × the size ÷ the time
+// at 1 ×.
+func growthRow(what string, ts [2]time.Duration) row {
+	return row{"growth: " + what + ", 5 × the size ÷ 1 ×", fmt.Sprintf("%.1f (%s ÷ %s; linear = 5, goal ≤ 6)",
+		ts[1].Seconds()/ts[0].Seconds(), ts[1].Round(time.Millisecond), ts[0].Round(time.Millisecond))}
+}
+
+// event is a POST /api/v1/events body.
+func event(typ, batchKey, key string, recipients any) []byte {
+	body, _ := json.Marshal(map[string]any{"type": typ, "key": key, "batch_key": batchKey,
+		"actor": map[string]string{"id": "star", "name": "Star"}, "object": map[string]string{"title": "A new post"},
+		"recipients": recipients})
+	return body
+}
+
+// postTimed posts one event and returns how long lull took to answer.
+func (b *bench) postTimed(body []byte) (time.Duration, error) {
+	t0 := time.Now()
+	st, out, err := b.call("POST", "/api/v1/events", body)
+	took := time.Since(t0)
+	if err != nil || st != 202 {
+		return 0, fmt.Errorf("event: %d %v %.200s", st, err, out)
+	}
+	return took, nil
+}
+
+// ids are n recipient ids prefix0, prefix1, …, from start.
+func ids(prefix string, start, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(start+i)
+	}
+	return out
+}
+
+// zones24 are 24 zones a whole hour apart, for recipients around the world.
+var zones24 = []string{"Pacific/Pago_Pago", "Pacific/Honolulu", "America/Anchorage", "America/Los_Angeles",
+	"America/Denver", "America/Chicago", "America/New_York", "America/Halifax", "America/Sao_Paulo",
+	"Atlantic/South_Georgia", "Atlantic/Azores", "Europe/London", "Europe/Berlin", "Europe/Athens",
+	"Europe/Moscow", "Asia/Dubai", "Asia/Karachi", "Asia/Dhaka", "Asia/Bangkok", "Asia/Shanghai",
+	"Asia/Tokyo", "Australia/Brisbane", "Pacific/Noumea", "Pacific/Auckland"}
+
+// inline: one event to n recipients given inline as objects (email, name,
+// time zone): new ones; the same, existing now, into fresh batches; and
+// the same event again while its batches are open, each ÷ the first.
+func (b *bench) inline(ctx context.Context) error {
+	if err := b.putType("bench.art", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+		return err
+	}
+	var rows []row
+	var news, existings, repeats [2]time.Duration
+	for i, n := range b.sizes(20_000, 2_000) {
+		prefix := fmt.Sprintf("in%d-", n)
+		audience := make([]map[string]string, n)
+		for j, id := range ids(prefix, 0, n) {
+			audience[j] = map[string]string{"id": id, "email": id + "@bench.example", "name": "Follower " + id, "timezone": zones24[j%24]}
+		}
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
+		var err error
+		if news[i], err = b.postTimed(event("bench.art", prefix+"art:1", "", audience)); err != nil {
+			return err
+		}
+		if existings[i], err = b.postTimed(event("bench.art", prefix+"art:2", "", audience)); err != nil {
+			return err
+		}
+		if repeats[i], err = b.postTimed(event("bench.art", prefix+"art:1", "", audience)); err != nil {
+			return err
+		}
+		goal := ""
+		if n == 20_000 {
+			goal = "; goal ≤ 1.5"
+		}
+		rows = append(rows,
+			row{fmt.Sprintf("%d new inline recipients", n), news[i].Round(time.Millisecond).String()},
+			row{fmt.Sprintf("%d existing, into fresh batches ÷ new", n), fmt.Sprintf("%.2f (%s)", existings[i].Seconds()/news[i].Seconds(), existings[i].Round(time.Millisecond))},
+			row{fmt.Sprintf("%d again, batches open ÷ new", n), fmt.Sprintf("%.2f (%s%s)", repeats[i].Seconds()/news[i].Seconds(), repeats[i].Round(time.Millisecond), goal)})
+	}
+	rows = append(rows, growthRow("new", news), growthRow("existing", existings), growthRow("again", repeats))
+	b.report.add("Inline recipients: new, existing, and notified again while their batches are open", rows)
+	return nil
+}
+
+// overlap: two artists post at the same moment to followers who overlap
+// by half, so half of the notifications of both join the same batches;
+// next to the same two events to followers who do not overlap.
+func (b *bench) overlap(ctx context.Context) error {
+	if err := b.putType("bench.follow", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+		return err
+	}
+	var rows []row
+	var overlaps [2]time.Duration
+	for i, n := range b.sizes(10_000, 1_000) {
+		prefix := fmt.Sprintf("ov%d-", n)
+		if err := b.recipients(ctx, prefix, 7*n/2); err != nil {
+			return err
+		}
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
+		disjoint, err := b.together(event("bench.follow", "", "", ids(prefix, 3*n/2, n)), event("bench.follow", "", "", ids(prefix, 5*n/2, n)))
+		if err != nil {
+			return err
+		}
+		if overlaps[i], err = b.together(event("bench.follow", "", "", ids(prefix, 0, n)), event("bench.follow", "", "", ids(prefix, n/2, n))); err != nil {
+			return err
+		}
+		rows = append(rows, row{fmt.Sprintf("two events to %d followers each, at once, overlapping by half ÷ not overlapping", n),
+			fmt.Sprintf("%.2f (%s ÷ %s)", overlaps[i].Seconds()/disjoint.Seconds(), overlaps[i].Round(time.Millisecond), disjoint.Round(time.Millisecond))})
+	}
+	rows = append(rows, growthRow("overlapping", overlaps))
+	b.report.add("Overlapping audiences: two artists whose followers overlap by half post at once", rows)
+	return nil
+}
+
+// together posts bodies at once and returns the time until the last is
+// answered.
+func (b *bench) together(bodies ...[]byte) (time.Duration, error) {
+	errs := make([]error, len(bodies))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, body := range bodies {
+		wg.Go(func() { _, errs[i] = b.postTimed(body) })
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return took, nil
+}
+
+// floodClients is how many clients send a flood at once.
+const floodClients = 32
+
+// flood sends n requests from floodClients clients, request i made by
+// req(i), and returns the time until the last is answered.
+func (b *bench) flood(n int, req func(i int) (method, path string, body []byte, want int)) (time.Duration, error) {
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range floodClients {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				method, path, body, want := req(i)
+				if st, out, err := b.call(method, path, body); err != nil || st != want {
+					failed.Store(fmt.Errorf("%s %s: %d %v %.200s", method, path, st, err, out))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+// sharedFlood: events to the same 50 recipients, all into one shared
+// batch_key (every event locks and updates the same 50 batch rows), next
+// to the same flood into fresh batches.
+func (b *bench) sharedFlood(ctx context.Context) error {
+	if err := b.putType("bench.thread", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+		return err
+	}
+	var rows []row
+	var shareds [2]time.Duration
+	for i, n := range b.sizes(400, 40) {
+		prefix := fmt.Sprintf("sf%d-", n)
+		if err := b.recipients(ctx, prefix, 50); err != nil {
+			return err
+		}
+		audience := ids(prefix, 0, 50)
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
+		post := func(key func(int) string) func(int) (string, string, []byte, int) {
+			return func(i int) (string, string, []byte, int) {
+				return "POST", "/api/v1/events", event("bench.thread", key(i), "", audience), 202
+			}
+		}
+		fresh, err := b.flood(n, post(func(i int) string { return prefix + "thread:" + strconv.Itoa(i) }))
+		if err != nil {
+			return err
+		}
+		if shareds[i], err = b.flood(n, post(func(int) string { return prefix + "thread" })); err != nil {
+			return err
+		}
+		rows = append(rows, row{fmt.Sprintf("%d events × the same 50 recipients (%d clients), one shared batch_key ÷ fresh batches", n, floodClients),
+			fmt.Sprintf("%.2f (%s ÷ %s; goal ≤ 2)", shareds[i].Seconds()/fresh.Seconds(), shareds[i].Round(time.Millisecond), fresh.Round(time.Millisecond))})
+	}
+	rows = append(rows, growthRow("shared", shareds))
+	b.report.add("Shared-batch flood: many events into the same open batches at once", rows)
+	return nil
+}
+
+// retractionStorm: events to 10 of 1,000 recipients each, into 100 shared
+// threads, all retracted by their keys from many clients at once; next to
+// the time the same events took to post.
+func (b *bench) retractionStorm(ctx context.Context) error {
+	if err := b.putType("bench.spam", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+		return err
+	}
+	var rows []row
+	var retracts [2]time.Duration
+	for i, n := range b.sizes(2_000, 200) {
+		prefix := fmt.Sprintf("rs%d-", n)
+		if err := b.recipients(ctx, prefix, 1000); err != nil {
+			return err
+		}
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
+		posted, err := b.flood(n, func(i int) (string, string, []byte, int) {
+			to := make([]string, 10)
+			for k := range to {
+				to[k] = prefix + strconv.Itoa((i*37+k*101)%1000)
+			}
+			return "POST", "/api/v1/events", event("bench.spam", "thread:"+strconv.Itoa(i%100), prefix+strconv.Itoa(i), to), 202
+		})
+		if err != nil {
+			return err
+		}
+		if retracts[i], err = b.flood(n, func(i int) (string, string, []byte, int) {
+			return "DELETE", "/api/v1/events/" + prefix + strconv.Itoa(i), nil, 200
+		}); err != nil {
+			return err
+		}
+		rows = append(rows, row{fmt.Sprintf("retract %d events (10 recipients each, %d clients) ÷ post them", n, floodClients),
+			fmt.Sprintf("%.2f (%s, %.0f/s ÷ %s)", retracts[i].Seconds()/posted.Seconds(), retracts[i].Round(time.Millisecond),
+				float64(n)/retracts[i].Seconds(), posted.Round(time.Millisecond))})
+	}
+	rows = append(rows, growthRow("retraction", retracts))
+	b.report.add("Retraction storm: the events of a fan-out retracted at once", rows)
+	return nil
+}
+
+// digestPeak: recipients in 24 time zones, daily digests at 08:00 local.
+// One event to all of them opens a digest per recipient, closing at 24
+// different times; next to the same event in cool-down mode (one close
+// time for all). Then one zone's digests fall due at once, as they do at
+// the top of every hour.
+func (b *bench) digestPeak(ctx context.Context) error {
+	if err := b.putType("bench.daily", `{"default_mode":"daily"}`); err != nil {
+		return err
+	}
+	if err := b.putType("bench.note", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+		return err
+	}
+	var rows []row
+	var dailies [2]time.Duration
+	for i, n := range b.sizes(20_000, 2_000) {
+		prefix := fmt.Sprintf("dp%d-", n)
+		if _, err := b.conn.Exec(ctx, `INSERT INTO recipients (id, email, timezone)
+			SELECT $1 || (i % 24) || '-' || i, $1 || i || '@bench.example', ($3::text[])[i % 24 + 1]
+			FROM generate_series(0, $2 - 1) AS i`, prefix, n, zones24); err != nil {
+			return err
+		}
+		audience := make([]string, n)
+		for j := range audience {
+			audience[j] = prefix + strconv.Itoa(j%24) + "-" + strconv.Itoa(j)
+		}
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
+		cooldown, err := b.postTimed(event("bench.note", "", "", audience))
+		if err != nil {
+			return err
+		}
+		if dailies[i], err = b.postTimed(event("bench.daily", "", "", audience)); err != nil {
+			return err
+		}
+		again, err := b.postTimed(event("bench.daily", "", "", audience))
+		if err != nil {
+			return err
+		}
+		// Europe/Berlin's cohort falls due now.
+		w, err := b.dueAt(ctx, prefix+"12-", 0)
+		if err != nil {
+			return err
+		}
+		rows = append(rows,
+			row{fmt.Sprintf("one event to %d recipients in 24 zones, daily digests ÷ the same in cool-down", n),
+				fmt.Sprintf("%.2f (%s ÷ %s)", dailies[i].Seconds()/cooldown.Seconds(), dailies[i].Round(time.Millisecond), cooldown.Round(time.Millisecond))},
+			row{fmt.Sprintf("a second event to the same %d, joining their digests ÷ the first", n),
+				fmt.Sprintf("%.2f (%s)", again.Seconds()/dailies[i].Seconds(), again.Round(time.Millisecond))},
+			row{fmt.Sprintf("one zone's %d digests due at once: digests/s, lateness p50 / p99 / max", n/24),
+				fmt.Sprintf("%.0f/s, %s", float64(n/24)/w.span.Seconds(), w.lateness())})
+		// The other zones' digests are not part of the run: cancel them,
+		// so none falls due during a later scenario.
+		if _, err := b.conn.Exec(ctx, `
+			WITH c AS (UPDATE batches SET state = 'canceled' WHERE state = 'open' AND recipient_id LIKE $1 || '%' RETURNING id)
+			DELETE FROM river_job WHERE kind = 'flush_batch' AND state = 'scheduled' AND (args->>'batch_id')::bigint IN (SELECT id FROM c)`, prefix); err != nil {
+			return err
+		}
+	}
+	rows = append(rows, growthRow("daily fan-out", dailies))
+	b.report.add("Digest peak: recipients in 24 time zones, daily at 08:00 local", rows)
+	return nil
+}
