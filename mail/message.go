@@ -168,7 +168,7 @@ func oneLine(s string) string {
 	b.Grow(len(s))
 	gap := false
 	for _, r := range s {
-		if isBidiControl(r) {
+		if mailtemplates.IsBidiControl(r) {
 			continue
 		}
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
@@ -182,12 +182,6 @@ func oneLine(s string) string {
 		b.WriteRune(r)
 	}
 	return strings.TrimSpace(b.String())
-}
-
-// isBidiControl reports whether r is one of U+202A–U+202E or
-// U+2066–U+2069, which reorder the text around them.
-func isBidiControl(r rune) bool {
-	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // messageID checks id and returns it without angle brackets. It must look

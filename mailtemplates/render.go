@@ -462,7 +462,7 @@ func oneLine(s string) string {
 	space := false
 	for _, r := range s {
 		switch {
-		case isBidiControl(r):
+		case IsBidiControl(r):
 			continue
 		case unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError:
 			space = b.Len() > 0
@@ -489,7 +489,7 @@ func isOneLine(s string) bool {
 			prevSpace = true
 			continue
 		}
-		if r == utf8.RuneError || isBidiControl(r) || unicode.IsSpace(r) || unicode.IsControl(r) {
+		if r == utf8.RuneError || IsBidiControl(r) || unicode.IsSpace(r) || unicode.IsControl(r) {
 			return false
 		}
 		prevSpace = false
@@ -497,7 +497,10 @@ func isOneLine(s string) bool {
 	return !prevSpace || s == ""
 }
 
-func isBidiControl(r rune) bool {
+// IsBidiControl reports whether r is one of U+202A–U+202E or
+// U+2066–U+2069, which reorder the text around them: rendering and the
+// mail headers both drop them.
+func IsBidiControl(r rune) bool {
 	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
 }
 
