@@ -260,6 +260,17 @@ type Type struct {
 	GroupText    string `json:"group_text,omitempty"`
 	BurstLimit   *int   `json:"burst_limit,omitempty"`
 	SkipRead     *bool  `json:"skip_read,omitempty"`
+	// Texts are the type's texts per locale, keyed by BCP 47 tag.
+	Texts map[string]TypeTexts `json:"texts,omitempty"`
+}
+
+// TypeTexts are a type's texts in one locale; what is left empty falls
+// back to the next locale (de-AT, de) and then to the type's own.
+type TypeTexts struct {
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	ItemText    string `json:"item_text,omitempty"`
+	GroupText   string `json:"group_text,omitempty"`
 }
 
 // BatchQuery filters and pages the batch listing.
