@@ -16,7 +16,6 @@ func (s *Server) Handler() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.AddInsecureBypassPattern("POST /unsubscribe")
 	cop.AddInsecureBypassPattern("/api/")
-	cop.AddInsecureBypassPattern("POST /webhooks/{service}")
 	return s.countRequests(s.recoverPanics(securityHeaders(cop.Handler(mux))))
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/lull-dev/lull/bounce"
@@ -66,8 +67,15 @@ func (b *BounceConfig) check() error {
 	if b.DKIMKey == "" && (b.DKIMSelector != "" || b.DKIMDomain != "") {
 		return errors.New("LULL_DKIM_SELECTOR and LULL_DKIM_DOMAIN need LULL_DKIM_KEY")
 	}
+	// Google reads a SenderId of 5 to 15 characters, and a colon would
+	// start another field.
+	if b.FeedbackID != "" && !senderID.MatchString(b.FeedbackID) {
+		return errors.New("LULL_FEEDBACK_ID must be 5 to 15 letters, digits, dots, dashes or underscores")
+	}
 	return nil
 }
+
+var senderID = regexp.MustCompile(`^[A-Za-z0-9._-]{5,15}$`)
 
 // envelope is what the SMTP sender adds to each email.
 func (b *BounceConfig) envelope(secret []byte) (mail.Envelope, error) {

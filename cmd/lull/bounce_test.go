@@ -19,6 +19,8 @@ func TestBounceConfigRefusesHalfSettings(t *testing.T) {
 		"ReceiverWithoutDomain": {"LULL_BOUNCE_ADDR": ":2525"},
 		"SelectorWithoutKey":    {"LULL_DKIM_SELECTOR": "s1", "LULL_DKIM_DOMAIN": "example.com"},
 		"ConfirmNotABool":       {"LULL_WEBHOOK_SES_CONFIRM": "yes"},
+		"FeedbackIDWithColon":   {"LULL_FEEDBACK_ID": "acme:prod"},
+		"FeedbackIDTooShort":    {"LULL_FEEDBACK_ID": "acme"},
 	} {
 		if _, err := loadConfig(nil, func(k string) string { return env[k] }, io.Discard); err == nil {
 			t.Errorf("%s: accepted", name)
