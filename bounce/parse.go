@@ -57,6 +57,11 @@ func Parse(r io.Reader, v VERP, now time.Time) ([]Report, error) {
 		if err == io.EOF {
 			break
 		}
+		// A human-readable part in a charset lull does not know is still
+		// a notification; the parts lull reads are ASCII.
+		if p != nil && (message.IsUnknownCharset(err) || message.IsUnknownEncoding(err)) {
+			err = nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: part %d: %v", ErrNotReport, i+1, err)
 		}

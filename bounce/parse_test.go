@@ -34,6 +34,13 @@ func TestParseDSN(t *testing.T) {
 			t.Errorf("BatchID = %d, want 0", got[0].BatchID)
 		}
 	})
+	t.Run("UnknownCharsetInTheHumanPart", func(t *testing.T) {
+		s := strings.Replace(sample(t, "dsn_hard.eml", rcpt), "charset=us-ascii", "charset=x-klingon", 1)
+		got, err := Parse(strings.NewReader(s), testVERP, testNow)
+		if err != nil || len(got) != 1 || got[0].Kind != Hard {
+			t.Fatalf("got %+v, %v; want the hard bounce", got, err)
+		}
+	})
 	t.Run("ForgedReturnPathNamesNoBatch", func(t *testing.T) {
 		forged := strings.Replace(rcpt, "42-", "43-", 1)
 		got, err := Parse(strings.NewReader(sample(t, "dsn_hard.eml", forged)), testVERP, testNow)
