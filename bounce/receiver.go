@@ -30,6 +30,12 @@ const (
 // delivery status notification or feedback report (Parse), and records
 // what it says with Sink. Mail it cannot read is refused with a 5xx and
 // logged; a failing Sink gets a 4xx, so the sending server retries later.
+//
+// The return path proves which batch a notification is about, not which
+// address: whoever received that batch's email knows its return path and
+// could send a notification naming someone else. So a Sink acts on a
+// report from here only for the batch's own recipient (Report.Address
+// equal to it, or empty when a complaint's recipient was redacted).
 type Receiver struct {
 	srv    *smtp.Server
 	verp   VERP
