@@ -7,10 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-smtp"
 
 	"github.com/lull-dev/lull/bounce"
+	"github.com/lull-dev/lull/mail"
+	"github.com/lull-dev/lull/mail/smtptest"
+	"github.com/lull-dev/lull/mailtemplates"
 )
 
 func TestBounceConfigRefusesHalfSettings(t *testing.T) {
@@ -41,10 +45,10 @@ type sinkFunc func(bounce.Report)
 
 func (f sinkFunc) Record(_ context.Context, r bounce.Report) error { f(r); return nil }
 
-// TestBounceWiring: the return path the SMTP sender puts on batch 42's
-// email is one the receiver started from the same settings accepts, and
-// a hard bounce sent to it in a real SMTP conversation reaches the sink
-// naming batch 42.
+// TestBounceWiring: batch 42's email goes out over SMTP with a return
+// path the receiver started from the same settings accepts, and a hard
+// bounce sent to that return path in a real SMTP conversation reaches the
+// sink naming batch 42.
 func TestBounceWiring(t *testing.T) {
 	t.Parallel()
 	cfg := &BounceConfig{Domain: "bounces.example.com", Addr: "127.0.0.1:0"}
@@ -60,7 +64,17 @@ func TestBounceWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := env.ReturnPath(42)
+	relay := smtptest.Start(t)
+	sender, err := mail.NewSMTP(mail.SMTPConfig{URL: relay.URL(), Envelope: env}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	if err := sender.Send(t.Context(), &mailtemplates.Message{From: "lull@example.com", To: "gone@example.org", Subject: "3 new comments",
+		MessageID: "batch-42@example.com", Text: "hi", HTML: "<p>hi</p>", BatchID: 42}); err != nil {
+		t.Fatal(err)
+	}
+	rp := relay.WaitFor(t, 1, 5*time.Second)[0].From
 	dsn := strings.ReplaceAll(`From: MAILER-DAEMON@mx.example.org
 To: `+rp+`
 MIME-Version: 1.0
