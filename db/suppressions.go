@@ -86,6 +86,7 @@ func collectSuppressions(rows pgx.Rows, err error) ([]Suppression, error) {
 // address was new to the list.
 func Suppress(ctx context.Context, q Querier, s Suppression, now time.Time) (*Suppression, bool, error) {
 	s.Address = NormalizeAddress(s.Address)
+	s.Detail = cleanText(s.Detail, maxDetail)
 	// The update always writes, keeping the stored values where the new
 	// entry would narrow an 'all', so that RETURNING always has the row;
 	// xmax = 0 only on a row this statement inserted.
@@ -112,21 +113,21 @@ func Suppress(ctx context.Context, q Querier, s Suppression, now time.Time) (*Su
 }
 
 // Unsuppress removes address from the list, and forgets its soft bounce
-// score so that it starts afresh. ErrNotFound says it was not listed.
-func Unsuppress(ctx context.Context, q Querier, address string) error {
+// score so that it starts afresh. It returns the entry removed;
+// ErrNotFound says the address was not listed.
+func Unsuppress(ctx context.Context, q Querier, address string) (*Suppression, error) {
 	address = NormalizeAddress(address)
-	var n int
-	err := q.QueryRow(ctx, `
-		WITH gone AS (DELETE FROM suppressions WHERE address = $1 RETURNING 1),
-		score AS (DELETE FROM bounce_scores WHERE address = $1)
-		SELECT count(*) FROM gone`, address).Scan(&n)
+	rows, err := q.Query(ctx, `
+		WITH score AS (DELETE FROM bounce_scores WHERE address = $1)
+		DELETE FROM suppressions WHERE address = $1 RETURNING `+suppressionColumns, address)
+	ss, err := collectSuppressions(rows, err)
 	if err != nil {
-		return fmt.Errorf("unsuppress %s: %w", address, err)
+		return nil, fmt.Errorf("unsuppress %s: %w", address, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("suppression %s: %w", address, ErrNotFound)
+	if len(ss) == 0 {
+		return nil, fmt.Errorf("suppression %s: %w", address, ErrNotFound)
 	}
-	return nil
+	return &ss[0], nil
 }
 
 // GetSuppression returns the list's entry for address.
@@ -257,24 +258,33 @@ func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePo
 	if err != nil || !fresh {
 		return err
 	}
-	switch r.Kind {
-	case "soft":
+	if r.Kind == "soft" {
 		if score, err := addSoftBounce(ctx, tx, r.Address, at, p); err != nil || score < max(p.Threshold, 1) {
 			return err
-		}
-	case "complaint":
-		if _, err := tx.Exec(ctx, `UPDATE recipients SET unsubscribed = true, updated_at = $2
-			WHERE lower(email) = $1 AND NOT unsubscribed`, r.Address, now); err != nil {
-			return fmt.Errorf("unsubscribe %s: %w", r.Address, err)
 		}
 	}
 	detail := r.Detail
 	if r.Status != "" {
 		detail = cleanText(r.Status+" "+detail, maxDetail)
 	}
-	_, _, err = Suppress(ctx, tx, Suppression{Address: r.Address, Reason: reason, Scope: scope, Detail: detail,
+	_, _, err = AddSuppression(ctx, tx, Suppression{Address: r.Address, Reason: reason, Scope: scope, Detail: detail,
 		Source: r.Source, BatchID: r.BatchID, CreatedBy: r.Source}, now)
 	return err
+}
+
+// AddSuppression is Suppress for a report or a request: a complaint
+// also unsubscribes every recipient with the address, so that what they
+// complained of stops at ingest too and their settings page says so.
+func AddSuppression(ctx context.Context, q Querier, s Suppression, now time.Time) (*Suppression, bool, error) {
+	if s.Reason == ReasonComplaint {
+		// recipients has no index on lower(email): complaints are rare,
+		// and one would cost every ingest that writes a recipient.
+		if _, err := q.Exec(ctx, `UPDATE recipients SET unsubscribed = true, updated_at = $2
+			WHERE lower(email) = $1 AND NOT unsubscribed`, NormalizeAddress(s.Address), now); err != nil {
+			return nil, false, fmt.Errorf("unsubscribe %s: %w", s.Address, err)
+		}
+	}
+	return Suppress(ctx, q, s, now)
 }
 
 // insertBounceReport stores r, reporting false when the same report
