@@ -332,3 +332,84 @@ func cleanText(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// The rates of bounces and complaints operators watch, as mailbox
+// providers judge them: Gmail wants complaints below 0.1 % of what a
+// sender sends, and never 0.3 %.
+const (
+	RateWindow  = 7 * 24 * time.Hour
+	RateWarning = 0.001
+	RateBad     = 0.003
+)
+
+// DeliveryRate is what came back from the emails of one type (or all,
+// Type ""), sent in the last RateWindow: hard bounces and complaints
+// heard in that window, each counted once per address and batch.
+type DeliveryRate struct {
+	Type       string
+	Sent       int64
+	Bounced    int64
+	Complained int64
+}
+
+// BounceRate is Bounced ÷ Sent, 0 with nothing sent.
+func (r DeliveryRate) BounceRate() float64 { return ratio(r.Bounced, r.Sent) }
+
+// ComplaintRate is Complained ÷ Sent, 0 with nothing sent.
+func (r DeliveryRate) ComplaintRate() float64 { return ratio(r.Complained, r.Sent) }
+
+func ratio(n, of int64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+
+// RateLevel is how a rate stands against the providers' limits: "ok",
+// "warning" from RateWarning, "bad" from RateBad.
+func RateLevel(rate float64) string {
+	switch {
+	case rate >= RateBad:
+		return "bad"
+	case rate >= RateWarning:
+		return "warning"
+	}
+	return "ok"
+}
+
+// DeliveryRates returns the rates of the window ending at now, per type
+// (a digest's type is its batch key, "digest:daily") and overall first
+// (Type ""). A report naming no batch counts only overall.
+func DeliveryRates(ctx context.Context, q Querier, now time.Time) ([]DeliveryRate, error) {
+	rows, err := q.Query(ctx, `
+		WITH sent AS (
+		    SELECT coalesce(b.type_key, b.batch_key) AS t, count(*) AS n
+		    FROM deliveries d JOIN batches b ON b.id = d.batch_id
+		    WHERE d.sent_at >= $1 AND d.state = 'sent'
+		    GROUP BY 1),
+		heard AS (
+		    SELECT type_key AS t,
+		           count(DISTINCT (address, batch_id)) FILTER (WHERE kind = 'hard') AS bounced,
+		           count(DISTINCT (address, batch_id)) FILTER (WHERE kind = 'complaint') AS complained
+		    FROM bounce_reports WHERE received_at >= $1
+		    GROUP BY 1)
+		SELECT coalesce(s.t, h.t), coalesce(s.n, 0), coalesce(h.bounced, 0), coalesce(h.complained, 0)
+		FROM sent s FULL JOIN heard h ON h.t = s.t
+		ORDER BY 1`, now.Add(-RateWindow))
+	if err != nil {
+		return nil, fmt.Errorf("delivery rates: %w", err)
+	}
+	rates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeliveryRate])
+	if err != nil {
+		return nil, fmt.Errorf("delivery rates: %w", err)
+	}
+	all := DeliveryRate{}
+	out := []DeliveryRate{}
+	for _, r := range rates {
+		all.Sent, all.Bounced, all.Complained = all.Sent+r.Sent, all.Bounced+r.Bounced, all.Complained+r.Complained
+		if r.Type != "" {
+			out = append(out, r)
+		}
+	}
+	return append([]DeliveryRate{all}, out...), nil
+}

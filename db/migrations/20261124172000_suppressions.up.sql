@@ -41,3 +41,4 @@ CREATE TABLE bounce_scores (
     score   integer NOT NULL,
     last_at timestamptz NOT NULL
 );
+
