@@ -231,8 +231,11 @@ const maxDetail = 1000
 // required). A report repeated for the same address, batch and kind
 // changes nothing. It runs in the caller's transaction.
 func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePolicy, now time.Time) error {
+	// Validity is checked before lower-casing, which would turn bad
+	// bytes into replacement characters.
+	valid := utf8.ValidString(r.Address)
 	r.Address = NormalizeAddress(r.Address)
-	if r.Address == "" || !strings.Contains(r.Address, "@") || len(r.Address) > 320 {
+	if !valid || !strings.Contains(r.Address, "@") || len(r.Address) > 320 || strings.ContainsAny(r.Address, "\x00\r\n\t ") {
 		return fmt.Errorf("%w: address %q", ErrBadReport, r.Address)
 	}
 	reason, scope := "", ScopeAll

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,10 @@ func TestBadReportIsRefusedAndSuppressesNobody(t *testing.T) {
 		{Address: "", Kind: bounce.Hard},
 		{Address: "not an address", Kind: bounce.Hard},
 		{Address: "bob@example.com", Kind: "bogus"},
+		{Address: "bob@example.com\x00", Kind: bounce.Hard},
+		{Address: "bob@example.com\r\nbcc: x", Kind: bounce.Hard},
+		{Address: "bob@\xff.com", Kind: bounce.Hard},
+		{Address: strings.Repeat("a", 400) + "@example.com", Kind: bounce.Hard},
 	} {
 		if err := b.sink().Record(context.Background(), r); !errors.Is(err, db.ErrBadReport) {
 			t.Errorf("report %+v: %v, want ErrBadReport", r, err)

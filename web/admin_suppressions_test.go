@@ -104,3 +104,18 @@ func TestDashboardFlagsComplaintRates(t *testing.T) {
 		}
 	}
 }
+
+func TestPreviewOfASuppressedBatchAgreesWithTheFlush(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	a.mustCall(t, "POST", "/api/v1/suppressions", `{"address": "BOB@example.com", "reason": "hard_bounce"}`, http.StatusCreated)
+	_, doc := getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(id)+"/preview")
+	if got := doc.Find(`[data-testid="unsent"]`).Text(); got != "Would not be sent: "+db.SkipBounced {
+		t.Errorf("preview of a batch to a bounced address says %q", got)
+	}
+	flushNow(t, a, id)
+	if b, _ := db.GetBatch(context.Background(), a.db.Pool, id); b.State != db.StateCanceled || b.Reason != db.SkipBounced {
+		t.Fatalf("the flush left the batch %s (%q), want canceled as bounced", b.State, b.Reason)
+	}
+}
