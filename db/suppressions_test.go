@@ -1,0 +1,54 @@
+package db_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
+)
+
+// TestConcurrentReportsCountOnce: the same report heard many times at
+// once is stored once, and reports of different batches racing on one
+// address's score and entry neither fail nor lose a point.
+func TestConcurrentReportsCountOnce(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	now := time.Now()
+	policy := db.SoftBouncePolicy{Threshold: 10, Decay: time.Hour}
+	record := func(r db.BounceReport) error {
+		return d.InTx(ctx, func(tx pgx.Tx) error { return db.RecordBounce(ctx, tx, r, policy, now) })
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if err := record(db.BounceReport{Address: "Bob@example.com", Kind: "soft", BatchID: int64(i%10 + 1), Source: "smtp"}); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := record(db.BounceReport{Address: "carol@example.com", Kind: "complaint", BatchID: 7, Source: "ses"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var reports, score int
+	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM bounce_reports), (SELECT score FROM bounce_scores WHERE address = 'bob@example.com')`).Scan(&reports, &score); err != nil {
+		t.Fatal(err)
+	}
+	if reports != 11 || score != 10 {
+		t.Fatalf("%d reports stored and a score of %d, want 11 and 10", reports, score)
+	}
+	for address, reason := range map[string]string{"bob@example.com": db.ReasonSoftBounce, "carol@example.com": db.ReasonComplaint} {
+		s, err := db.GetSuppression(ctx, d.Pool, address)
+		if err != nil || s.Reason != reason {
+			t.Errorf("%s: %+v, %v; want suppressed for %s", address, s, err, reason)
+		}
+	}
+}
