@@ -228,8 +228,8 @@ const maxDetail = 1000
 // when it should: a hard bounce at once, soft bounces when their score
 // reaches the threshold, a complaint for all but required types (after
 // unsubscribing every recipient with the address from everything not
-// required). A report repeated for the same address, batch and kind
-// changes nothing. It runs in the caller's transaction.
+// required). A report repeated (insertBounceReport) changes nothing. It
+// runs in the caller's transaction.
 func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePolicy, now time.Time) error {
 	// Validity is checked before lower-casing, which would turn bad
 	// bytes into replacement characters.
@@ -257,7 +257,7 @@ func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePo
 	if at.IsZero() || at.After(now) {
 		at = now
 	}
-	fresh, err := insertBounceReport(ctx, tx, r, now)
+	fresh, err := insertBounceReport(ctx, tx, r, at, now)
 	if err != nil || !fresh {
 		return err
 	}
@@ -290,17 +290,18 @@ func AddSuppression(ctx context.Context, q Querier, s Suppression, now time.Time
 	return Suppress(ctx, q, s, now)
 }
 
-// insertBounceReport stores r, reporting false when the same report
-// (address, batch, kind) was stored before.
-func insertBounceReport(ctx context.Context, tx pgx.Tx, r BounceReport, now time.Time) (bool, error) {
+// insertBounceReport stores r, reported at at, reporting false when the
+// same report was stored before: the same address, batch and kind, or for
+// a report naming no batch, the same address, kind and time.
+func insertBounceReport(ctx context.Context, tx pgx.Tx, r BounceReport, at, now time.Time) (bool, error) {
 	// The batch's type, or its batch key for a digest, is kept with the
 	// report so rates per type need no join to batches that retention
 	// may have pruned by then.
 	tag, err := tx.Exec(ctx, `
-		INSERT INTO bounce_reports (address, kind, batch_id, type_key, status, source, detail, received_at)
-		VALUES ($1, $2, $3, coalesce((SELECT coalesce(type_key, batch_key) FROM batches WHERE id = $3), ''), $4, $5, $6, $7)
-		ON CONFLICT (address, batch_id, kind) WHERE batch_id <> 0 DO NOTHING`,
-		r.Address, r.Kind, r.BatchID, r.Status, r.Source, r.Detail, now)
+		INSERT INTO bounce_reports (address, kind, batch_id, type_key, status, source, detail, reported_at, received_at)
+		VALUES ($1, $2, $3, coalesce((SELECT coalesce(type_key, batch_key) FROM batches WHERE id = $3), ''), $4, $5, $6, $7, $8)
+		ON CONFLICT DO NOTHING`,
+		r.Address, r.Kind, r.BatchID, r.Status, r.Source, r.Detail, at, now)
 	if err != nil {
 		return false, fmt.Errorf("record bounce of %s: %w", r.Address, err)
 	}

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -50,5 +51,35 @@ func TestConcurrentReportsCountOnce(t *testing.T) {
 		if err != nil || s.Reason != reason {
 			t.Errorf("%s: %+v, %v; want suppressed for %s", address, s, err, reason)
 		}
+	}
+}
+
+// TestReportWithoutBatchIsKnownByItsTime: a report naming no batch,
+// heard again with the time its source gave, counts once; another with
+// another time counts.
+func TestReportWithoutBatchIsKnownByItsTime(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	now := time.Now()
+	at := now.Add(-time.Minute)
+	soft := func(at time.Time) {
+		t.Helper()
+		err := d.InTx(ctx, func(tx pgx.Tx) error {
+			return db.RecordBounce(ctx, tx, db.BounceReport{Address: "bob@example.com", Kind: "soft", Source: "postmark", At: at},
+				db.SoftBouncePolicy{Threshold: 2, Decay: time.Hour}, now)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	soft(at)
+	soft(at)
+	if _, err := db.GetSuppression(ctx, d.Pool, "bob@example.com"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("one soft bounce heard twice suppressed the address (%v)", err)
+	}
+	soft(at.Add(time.Second))
+	if _, err := db.GetSuppression(ctx, d.Pool, "bob@example.com"); err != nil {
+		t.Fatalf("two soft bounces at a threshold of 2: %v", err)
 	}
 }

@@ -17,8 +17,10 @@ CREATE TABLE suppressions (
 
 -- Every bounce and complaint heard, once: a report repeated for the same
 -- address, batch and kind (a webhook redelivered, a DSN resent) finds its
--- row and counts nothing again. type_key is the batch's type, or its batch
--- key for a digest, so rates can be given per type; '' when unknown.
+-- row and counts nothing again; one that names no batch is known again by
+-- the time its source gave (reported_at, when lull heard it if none).
+-- type_key is the batch's type, or its batch key for a digest, so rates
+-- can be given per type; '' when unknown.
 CREATE TABLE bounce_reports (
     id          bigserial PRIMARY KEY,
     address     text COLLATE "C" NOT NULL,
@@ -28,9 +30,11 @@ CREATE TABLE bounce_reports (
     status      text NOT NULL DEFAULT '',
     source      text NOT NULL DEFAULT '',
     detail      text NOT NULL DEFAULT '',
+    reported_at timestamptz NOT NULL,
     received_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE UNIQUE INDEX bounce_reports_once ON bounce_reports (address, batch_id, kind) WHERE batch_id <> 0;
+CREATE UNIQUE INDEX bounce_reports_once_unbatched ON bounce_reports (address, kind, reported_at) WHERE batch_id = 0;
 CREATE INDEX bounce_reports_received ON bounce_reports (received_at);
 
 -- An address's soft bounce score, as Mailman keeps it: one point per soft

@@ -70,9 +70,9 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 }
 
 // wanted sorts a batch's items into those still to send and those the
-// recipient no longer wants or the suppression list stops. Items read in the app left the batch, and
-// were logged, when they were read, so only what was muted or
-// unsubscribed is logged here.
+// recipient no longer wants or the suppression list stops. Items read in
+// the app left the batch, and were logged, when they were read, so only
+// what was muted, unsubscribed or suppressed is logged here.
 func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var rec *db.Recipient
 	policies := make(map[string]preferences.Policy, len(fc.Types))
