@@ -83,3 +83,32 @@ func TestReportWithoutBatchIsKnownByItsTime(t *testing.T) {
 		t.Fatalf("two soft bounces at a threshold of 2: %v", err)
 	}
 }
+
+// TestPruneKeepsBounceReportsForTheRates: retention deletes bounce
+// reports older than its cutoff, but never those the rates still count.
+func TestPruneKeepsBounceReportsForTheRates(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	now := time.Now()
+	for _, age := range []time.Duration{40 * 24 * time.Hour, 3 * 24 * time.Hour} {
+		err := d.InTx(ctx, func(tx pgx.Tx) error {
+			return db.RecordBounce(ctx, tx, db.BounceReport{Address: "bob@example.com", Kind: "hard", BatchID: int64(age), Source: "smtp"},
+				db.SoftBouncePolicy{}, now.Add(-age))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, err := db.Prune(ctx, d.Pool, now.Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM bounce_reports`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if gone["bounce_reports"] != 1 || left != 1 {
+		t.Fatalf("pruned %d bounce reports and left %d, want 1 and the one of 3 days ago", gone["bounce_reports"], left)
+	}
+}
