@@ -480,3 +480,40 @@ type Delay struct {
 	MedianSeconds float64 `json:"median_seconds"`
 	P90Seconds    float64 `json:"p90_seconds"`
 }
+
+// SuppressionQuery filters and pages the suppression list.
+type SuppressionQuery struct {
+	Prefix string // addresses starting with this
+	Limit  int
+	Cursor string
+}
+
+// SuppressionList is a page of the suppression list; NextCursor is empty
+// on the last.
+type SuppressionList struct {
+	Suppressions []Suppression `json:"suppressions"`
+	NextCursor   string        `json:"next_cursor"`
+}
+
+// Suppression is an address lull does not mail (scope "all"), or mails
+// only required types (scope "non_required").
+type Suppression struct {
+	Address   string    `json:"address"`
+	Reason    string    `json:"reason"`
+	Scope     string    `json:"scope"`
+	Detail    string    `json:"detail"`
+	Source    string    `json:"source"`
+	BatchID   int64     `json:"batch_id"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SuppressionRequest adds an address to the suppression list. Reason is
+// hard_bounce, soft_bounce, complaint or operator (the default); Scope
+// defaults to non_required for a complaint and all otherwise.
+type SuppressionRequest struct {
+	Address string `json:"address"`
+	Reason  string `json:"reason,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}

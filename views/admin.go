@@ -32,6 +32,7 @@ type DashboardView struct {
 	Chart      []Bar
 	ChartMax   string
 	ChartTitle string
+	Rates      []RateRow
 }
 
 // BatchRow is one batch in a listing.

@@ -21,8 +21,14 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
+	rates, err := db.DeliveryRates(r.Context(), s.DB.Pool, now)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	v := views.DashboardView{AdminPage: s.adminPage(r, "Dashboard", "dashboard"),
-		Day: statCards(day, true), Hour: statCards(hour, false), ChartTitle: "Emails sent per hour, last 24 hours"}
+		Day: statCards(day, true), Hour: statCards(hour, false), ChartTitle: "Emails sent per hour, last 24 hours",
+		Rates: deliveryRateRows(rates)}
 	v.Chart, v.ChartMax = bars(day.SentPerHour)
 	s.render(w, r, http.StatusOK, views.Dashboard(v))
 }

@@ -63,6 +63,9 @@ func (s *Server) routes() *patternMux {
 	api("GET /api/v1/batches/{id}", s.getBatch)
 	api("POST /api/v1/batches/{id}/flush", s.flushBatch)
 	api("POST /api/v1/batches/{id}/cancel", s.cancelBatch)
+	api("GET /api/v1/suppressions", s.listSuppressions)
+	api("POST /api/v1/suppressions", s.createSuppression)
+	api("DELETE /api/v1/suppressions/{address}", s.deleteSuppression)
 	api("POST /api/v1/simulations", s.bigBodies.gate(s.createSimulation))
 	// The contract needs no key: it holds nothing secret, and a client
 	// generator or a person must be able to read it before having one.
@@ -111,6 +114,9 @@ func (s *Server) routes() *patternMux {
 	admin("GET /admin/types/{key}/edit", s.typeEditPage)
 	admin("POST /admin/types/{key}/edit", s.typeEditSave)
 	admin("GET /admin/recipients", s.adminRecipient)
+	admin("GET /admin/suppressions", s.adminSuppressions)
+	admin("POST /admin/suppressions", s.adminSuppressionAdd)
+	admin("POST /admin/suppressions/remove", s.adminSuppressionRemove)
 	admin("GET /admin/outbox", s.outboxList)
 	admin("GET /admin/outbox/{id}", s.outboxPage)
 	admin("GET /admin/outbox/{id}/html", s.outboxHTML)

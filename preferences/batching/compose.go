@@ -70,9 +70,9 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 }
 
 // wanted sorts a batch's items into those still to send and those the
-// recipient no longer wants. Items read in the app left the batch, and
-// were logged, when they were read, so only what was muted or
-// unsubscribed is logged here.
+// recipient no longer wants or the suppression list stops. Items read in
+// the app left the batch, and were logged, when they were read, so only
+// what was muted, unsubscribed or suppressed is logged here.
 func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var rec *db.Recipient
 	policies := make(map[string]preferences.Policy, len(fc.Types))
@@ -90,7 +90,8 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	// else nothing (all were retracted).
 	reason := db.SkipRetracted
 	var items []db.Item
-	muted := map[string]int{} // type -> items dropped
+	muted := map[string]int{}   // type -> items dropped
+	stopped := map[string]int{} // type -> items the suppression list stops
 	for _, it := range fc.Items {
 		typ, ok := fc.Types[it.TypeKey]
 		switch {
@@ -98,6 +99,8 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			return nil, nil, Composed{}, fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
 		case it.ReadAt != nil && typ.SkipRead:
 			reason = db.SkipRead
+		case fc.Suppression.Stops(typ.Required):
+			stopped[it.TypeKey]++
 		case policies[it.TypeKey].Mode == preferences.Never:
 			muted[it.TypeKey]++
 		default:
@@ -111,6 +114,9 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	if len(muted) > 0 {
 		reason = mutedWhy
 	}
+	if len(stopped) > 0 {
+		reason = fc.Suppression.SkipReason()
+	}
 	switch {
 	case rec != nil && !rec.Active:
 		return nil, nil, Composed{Skip: db.SkipInactive}, nil
@@ -122,6 +128,9 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var c Composed
 	for key, n := range muted {
 		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: mutedWhy})
+	}
+	for key, n := range stopped {
+		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: fc.Suppression.SkipReason()})
 	}
 	return items, rec, c, nil
 }
