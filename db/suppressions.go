@@ -290,6 +290,24 @@ func AddSuppression(ctx context.Context, q Querier, s Suppression, now time.Time
 	return Suppress(ctx, q, s, now)
 }
 
+// BatchAddress is the address a batch's email went to: its delivery's,
+// or, before one was made, its recipient's. ErrNotFound when the batch is
+// not known (never made, or pruned).
+func BatchAddress(ctx context.Context, q Querier, batchID int64) (string, error) {
+	var to *string
+	err := q.QueryRow(ctx, `
+		SELECT coalesce((SELECT d.to_address FROM deliveries d WHERE d.batch_id = b.id ORDER BY d.id DESC LIMIT 1), r.email)
+		FROM batches b LEFT JOIN recipients r ON r.id = b.recipient_id
+		WHERE b.id = $1`, batchID).Scan(&to)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || (err == nil && (to == nil || *to == "")):
+		return "", fmt.Errorf("batch %d: %w", batchID, ErrNotFound)
+	case err != nil:
+		return "", fmt.Errorf("address of batch %d: %w", batchID, err)
+	}
+	return *to, nil
+}
+
 // insertBounceReport stores r, reported at at, reporting false when the
 // same report was stored before: the same address, batch and kind, or for
 // a report naming no batch, the same address, kind and time.

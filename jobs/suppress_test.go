@@ -30,10 +30,13 @@ func TestHardBounceSkipsTheNextBatchAsBounced(t *testing.T) {
 	b := setup(t)
 	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown"})
 	b.recipient(t, "bob", "UTC")
+	first := b.post(t, "comment", "alice", "bob").Batches[0].ID
+	b.clock.Advance(time.Hour)
+	b.flushDue(t)
 	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
-	// The bounce arrives while the batch waits, naming the address in
-	// another case than it was sent with.
-	b.report(t, bounce.Report{Address: "BOB@Example.COM", Kind: bounce.Hard, Status: "5.1.1", BatchID: 99, Source: "smtp"})
+	// The bounce of the first email arrives while the next batch waits,
+	// naming the address in another case than it was sent with.
+	b.report(t, bounce.Report{Address: "BOB@Example.COM", Kind: bounce.Hard, Status: "5.1.1", BatchID: first, Source: "smtp"})
 	b.clock.Advance(time.Hour)
 	b.flushDue(t)
 	if got := b.batch(t, id); got.State != db.StateCanceled || got.Reason != db.SkipBounced {
@@ -42,8 +45,8 @@ func TestHardBounceSkipsTheNextBatchAsBounced(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM skips WHERE reason = $1 AND batch_id = $2", db.SkipBounced, id); n != 1 {
 		t.Fatalf("skip log has %d bounced entries, want 1", n)
 	}
-	if got := len(b.outbox(t)); got != 0 {
-		t.Fatalf("%d emails to a bounced address", got)
+	if got := len(b.outbox(t)); got != 1 {
+		t.Fatalf("%d emails, want only the one that bounced", got)
 	}
 }
 
@@ -53,7 +56,10 @@ func TestSoftBouncesOverTheThresholdSuppress(t *testing.T) {
 	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown"})
 	b.recipient(t, "bob", "UTC")
 	soft := func(batch int64) {
-		b.report(t, bounce.Report{Address: "bob@example.com", Kind: bounce.Soft, Status: "4.2.2", BatchID: batch, Source: "smtp"})
+		// A service's webhook names its own message references; the
+		// receiver's batch check (TestForgedBounceSuppressesNobody) is
+		// not what this test is about.
+		b.report(t, bounce.Report{Address: "bob@example.com", Kind: bounce.Soft, Status: "4.2.2", BatchID: batch, Source: "mailgun"})
 	}
 	// One report heard three times counts once.
 	for range 3 {
@@ -81,7 +87,7 @@ func TestDecayedSoftBouncesDoNotSuppress(t *testing.T) {
 	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown"})
 	b.recipient(t, "bob", "UTC")
 	for batch := range int64(5) {
-		b.report(t, bounce.Report{Address: "bob@example.com", Kind: bounce.Soft, BatchID: batch + 1, Source: "smtp"})
+		b.report(t, bounce.Report{Address: "bob@example.com", Kind: bounce.Soft, BatchID: batch + 1, Source: "mailgun"})
 		b.clock.Advance(suppress.DefaultDecay + time.Hour)
 	}
 	id := b.post(t, "comment", "alice", "bob").Batches[0].ID
@@ -181,5 +187,35 @@ func TestBadReportIsRefusedAndSuppressesNobody(t *testing.T) {
 	}
 	if n := b.count(t, "SELECT count(*) FROM suppressions"); n != 0 {
 		t.Fatalf("%d suppressions from bad reports", n)
+	}
+}
+
+// TestForgedBounceSuppressesNobody: a bounce heard over SMTP is held to
+// the batch its signed return path names. Whoever got that email could
+// name another address, or a batch no longer known; both are refused, and
+// a complaint whose feedback loop removed the address gets the batch's.
+func TestForgedBounceSuppressesNobody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown"})
+	b.recipient(t, "mallory", "UTC")
+	b.recipient(t, "bob", "UTC")
+	theirs := b.post(t, "comment", "alice", "mallory").Batches[0].ID
+	ctx := context.Background()
+	for _, r := range []bounce.Report{
+		{Address: "bob@example.com", Kind: bounce.Hard, Status: "5.1.1", BatchID: theirs, Source: "smtp"},
+		{Address: "bob@example.com", Kind: bounce.Complaint, BatchID: theirs, Source: "smtp"},
+		{Address: "bob@example.com", Kind: bounce.Hard, BatchID: theirs + 1000, Source: "smtp"},
+	} {
+		if err := b.sink().Record(ctx, r); !errors.Is(err, bounce.ErrRefused) {
+			t.Errorf("%+v: %v, want refused", r, err)
+		}
+	}
+	if n := b.count(t, "SELECT count(*) FROM suppressions"); n != 0 {
+		t.Fatalf("%d suppressions after forged reports", n)
+	}
+	b.report(t, bounce.Report{Kind: bounce.Complaint, Status: "abuse", BatchID: theirs, Source: "smtp"})
+	if n := b.count(t, "SELECT count(*) FROM suppressions WHERE address = 'mallory@example.com' AND reason = 'complaint'"); n != 1 {
+		t.Fatal("a complaint without an address did not suppress the batch's address")
 	}
 }

@@ -6,6 +6,8 @@ package suppress
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,7 +49,39 @@ func (s *Sink) Record(ctx context.Context, r bounce.Report) error {
 	if s.Now != nil {
 		now = s.Now()
 	}
+	if err := s.checkBatch(ctx, &r); err != nil {
+		return err
+	}
 	rep := db.BounceReport{Address: r.Address, Kind: string(r.Kind), Status: r.Status, BatchID: r.BatchID,
 		Source: r.Source, Detail: r.Detail, At: r.At}
-	return s.DB.InTx(ctx, func(tx pgx.Tx) error { return db.RecordBounce(ctx, tx, rep, p, now) })
+	err := s.DB.InTx(ctx, func(tx pgx.Tx) error { return db.RecordBounce(ctx, tx, rep, p, now) })
+	if errors.Is(err, db.ErrBadReport) {
+		return fmt.Errorf("%w: %w", bounce.ErrRefused, err)
+	}
+	return err
+}
+
+// checkBatch holds a report heard by the SMTP receiver to the batch its
+// signed return path names. The signature proves the batch, not the
+// address: whoever received that batch's email knows its return path and
+// could send a bounce naming someone else. So the address must be the
+// one the batch was sent to (a complaint whose feedback loop removed it
+// gets that one), and a batch no longer known proves nothing. Webhook
+// reports come signed by the email service, which saw the address.
+func (s *Sink) checkBatch(ctx context.Context, r *bounce.Report) error {
+	if r.Source != "smtp" || r.BatchID == 0 {
+		return nil
+	}
+	to, err := db.BatchAddress(ctx, s.DB.Pool, r.BatchID)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return fmt.Errorf("%w: batch %d is not known", bounce.ErrRefused, r.BatchID)
+	case err != nil:
+		return err
+	case r.Address == "":
+		r.Address = to
+	case db.NormalizeAddress(r.Address) != db.NormalizeAddress(to):
+		return fmt.Errorf("%w: batch %d was not sent to %q", bounce.ErrRefused, r.BatchID, r.Address)
+	}
+	return nil
 }
