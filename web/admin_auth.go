@@ -39,7 +39,7 @@ func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if err != nil || token == "" {
 			if r.Method == http.MethodGet {
-				http.Redirect(w, r, "/admin/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
+				http.Redirect(w, r, loginURL(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
 			s.message(w, r, http.StatusForbidden, "Log in first", "Operator actions need an operator session.")
@@ -67,6 +67,14 @@ func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	sess.Save(r, w)
 	msg, _ := f[0].(string)
 	return msg
+}
+
+// loginURL is the login form that returns to page afterwards.
+func loginURL(page string) string {
+	if page == "/admin" {
+		return "/admin/login"
+	}
+	return "/admin/login?" + url.Values{"next": {page}}.Encode()
 }
 
 // localNext returns next if it is a console page on this server, else "".

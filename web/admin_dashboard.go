@@ -41,13 +41,13 @@ func statCards(st *db.Stats, withBacklog bool) []views.Stat {
 	carried := st.EmailsSent + st.EmailsSaved
 	ratio := "no emails sent"
 	if st.EmailsSent > 0 {
-		ratio = fmt.Sprintf("%d notifications in %d emails: %.1f per email", carried, st.EmailsSent, float64(carried)/float64(st.EmailsSent))
+		ratio = fmt.Sprintf("%s in %s (%.1f per email)", plural(carried, "notification"), plural(st.EmailsSent, "email"), float64(carried)/float64(st.EmailsSent))
 	}
 	cards := []views.Stat{
 		{Label: "Events in", Value: fmt.Sprint(st.Events), Note: "accepted by the API"},
 		{Label: "Notifications", Value: fmt.Sprint(st.Notifications), Note: "one per recipient of an event; those not yet in a sent email wait in open batches or were skipped"},
-		{Label: "Emails sent", Value: fmt.Sprint(st.EmailsSent), Note: fmt.Sprintf("carrying %d notifications", carried)},
-		{Label: "Emails saved", Value: fmt.Sprint(st.EmailsSaved), Note: ratio + fmt.Sprintf("; %d − %d = %d emails bundling spared", carried, st.EmailsSent, st.EmailsSaved)},
+		{Label: "Emails sent", Value: fmt.Sprint(st.EmailsSent), Note: "carrying " + plural(carried, "notification")},
+		{Label: "Emails saved", Value: fmt.Sprint(st.EmailsSaved), Note: ratio + fmt.Sprintf(": %d − %d = %d spared by bundling", carried, st.EmailsSent, st.EmailsSaved)},
 		{Label: "Delivery failures", Value: fmt.Sprint(st.Failures)},
 		{Label: "Lateness p50 / p99", Value: lateness(st.LatenessP50) + " / " + lateness(st.LatenessP99), Note: "sent minus due time"},
 	}

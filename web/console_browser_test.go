@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -147,7 +148,7 @@ func TestConsoleDashboardExplains(t *testing.T) {
 	}
 	sent, sentText := stat("Emails sent")
 	saved, _ := stat("Emails saved")
-	m := regexp.MustCompile(`carrying (\d+) notifications`).FindStringSubmatch(sentText)
+	m := regexp.MustCompile(`carrying (\d+) notifications?`).FindStringSubmatch(sentText)
 	if m == nil || m[1] != strconv.Itoa(sent+saved) {
 		t.Errorf("emails sent %d and saved %d: the card says %q, not how many notifications they carried", sent, saved, sentText)
 	}
@@ -176,6 +177,9 @@ func TestConsoleFitsAPhone(t *testing.T) {
 		open(t, ctx, u)
 		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
 			t.Errorf("%s is %d px wide at 390", strings.TrimPrefix(u, a.srv.URL), w)
+		}
+		if strings.HasSuffix(u, "/admin") || strings.HasSuffix(u, "/admin/batches/"+itoa(id)) {
+			browsertest.Screenshot(t, ctx, "phone-"+path.Base(u)+".png")
 		}
 	}
 	runSimulation(t, ctx, a)
@@ -447,6 +451,22 @@ func TestConsoleAxe(t *testing.T) {
 	browsertest.Do(t, ctx,
 		chromedp.Click(chromedp.CSS(`[data-testid="type-save"]`)), chromedp.WaitReady(chromedp.CSS(`[data-testid="error-max_items"]`)))
 	check("type editor with an error")
+	// The console follows the system's dark mode: its colors are checked too.
+	browsertest.Do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}))
+	for _, u := range consolePages(a, id) {
+		open(t, ctx, u)
+		check(strings.TrimPrefix(u, a.srv.URL) + " (dark)")
+	}
+	open(t, ctx, strings.Replace(link, "http://lull.test", a.srv.URL, 1))
+	check("settings (dark)")
+	browsertest.Do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+		return err
+	}))
 	open(t, ctx, strings.Replace(link, "http://lull.test", a.srv.URL, 1))
 	check("settings")
 	setValue(t, ctx, `[name="timezone"]`, "")
