@@ -5,15 +5,28 @@ document.addEventListener("submit", function (e) {
   if (b && b.dataset.confirm && !window.confirm(b.dataset.confirm)) e.preventDefault();
 });
 
-// A time zone picker left at the default offers the browser's own zone;
-// the note says so, and nothing is saved until the recipient saves.
+// The settings page describes digests in the chosen zone; the times are
+// local, so a new zone changes only the name in "(Europe/Berlin)".
 (function () {
-  var s = document.querySelector("select[data-guess-zone]");
+  var s = document.querySelector("select[name=timezone]");
+  if (!s) return;
+  var shown = s.value;
+  function describe() {
+    var lines = document.querySelectorAll(".preview");
+    for (var i = 0; i < lines.length; i++) {
+      lines[i].textContent = lines[i].textContent.split("(" + shown + ")").join("(" + s.value + ")");
+    }
+    shown = s.value;
+  }
+  s.addEventListener("change", describe);
+  // A picker left at the default offers the browser's own zone; the note
+  // says so, and nothing is saved until the recipient saves.
   var zone = window.Intl && Intl.DateTimeFormat().resolvedOptions().timeZone;
-  if (!s || !zone || s.value === zone) return;
+  if (!s.hasAttribute("data-guess-zone") || !zone || s.value === zone) return;
   for (var i = 0; i < s.options.length; i++) {
     if (s.options[i].value === zone) {
       s.value = zone;
+      describe();
       var note = document.getElementById("f-timezone-guess");
       if (note) note.hidden = false;
       return;

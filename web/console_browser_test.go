@@ -386,7 +386,15 @@ func TestConsoleFormsSayWhatIsWrong(t *testing.T) {
 		t.Error("a daily type shows the cool-down window")
 	}
 
+	open(t, ctx, a.srv.URL+"/admin/simulate")
+	setValue(t, ctx, `#f-a-everyone-mode`, "daily")
+	setValue(t, ctx, `#f-a-everyone-daily_at`, "25:99")
+	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="simulate"]`)),
+		chromedp.WaitReady(chromedp.CSS(`[data-testid^="error-a."]`)))
+	formErrorsWired(t, ctx, "simulator")
+
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_zed", `{"email":"zed@example.com"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_zed/preferences", `{"types":{"comment":{"mode":"daily"}}}`, 200)
 	link := a.mustCall(t, "POST", "/api/v1/recipients/u_zed/preferences-link", "", 200)["url"].(string)
 	browsertest.Do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
@@ -395,6 +403,9 @@ func TestConsoleFormsSayWhatIsWrong(t *testing.T) {
 	open(t, ctx, strings.Replace(link, "http://lull.test", a.srv.URL, 1))
 	if got := browsertest.Eval[string](t, ctx, `(() => { const z = document.querySelector('[name="timezone"]'); return z.tagName + " " + z.value; })()`); got != "SELECT Asia/Tokyo" {
 		t.Errorf("the zone field is %q, want a list with the browser's zone chosen", got)
+	}
+	if got := browsertest.Eval[string](t, ctx, `document.querySelector('.preview').textContent`); !strings.Contains(got, "(Asia/Tokyo)") {
+		t.Errorf("with Asia/Tokyo chosen the page says %q", got)
 	}
 	setValue(t, ctx, `[name="digest.daily_at"]`, "")
 	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="save"]`)))
@@ -451,6 +462,12 @@ func TestConsoleAxe(t *testing.T) {
 	browsertest.Do(t, ctx,
 		chromedp.Click(chromedp.CSS(`[data-testid="type-save"]`)), chromedp.WaitReady(chromedp.CSS(`[data-testid="error-max_items"]`)))
 	check("type editor with an error")
+	open(t, ctx, a.srv.URL+"/admin/simulate")
+	setValue(t, ctx, `#f-a-everyone-mode`, "daily")
+	setValue(t, ctx, `#f-a-everyone-daily_at`, "25:99")
+	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="simulate"]`)),
+		chromedp.WaitReady(chromedp.CSS(`[data-testid^="error-a."]`)))
+	check("simulator with an error")
 	// The console follows the system's dark mode: its colors are checked too.
 	browsertest.Do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
