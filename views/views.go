@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 )
@@ -121,4 +123,15 @@ func ZoneOptions(zones []string, current string) []Option {
 		opts = append([]Option{{Value: current, Label: current, Selected: true}}, opts...)
 	}
 	return opts
+}
+
+// FieldName words a form name for the error summary: "max_items" is
+// "Max items", "types.comment.window" is "Comment window".
+func FieldName(name string) string {
+	words := strings.NewReplacer(".", " ", "_", " ").Replace(strings.TrimPrefix(name, "types."))
+	if words == "" {
+		return "Form"
+	}
+	r, size := utf8.DecodeRuneInString(words)
+	return string(unicode.ToUpper(r)) + words[size:]
 }

@@ -378,6 +378,7 @@ func TestConsoleFormsSayWhatIsWrong(t *testing.T) {
 		t.Error("an empty name is accepted")
 	}
 	formErrorsWired(t, ctx, "type editor")
+	browsertest.Screenshot(t, ctx, "type-editor-errors.png")
 	if typ, _ := db.GetType(context.Background(), a.db.Pool, "comment"); typ.Name != "Comments" {
 		t.Errorf("the refused form changed the type: name %q", typ.Name)
 	}
@@ -411,6 +412,7 @@ func TestConsoleFormsSayWhatIsWrong(t *testing.T) {
 	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="save"]`)))
 	browsertest.Do(t, ctx, chromedp.WaitReady(chromedp.CSS(`[data-testid="error-digest.daily_at"]`)))
 	formErrorsWired(t, ctx, "settings")
+	browsertest.Screenshot(t, ctx, "settings-errors.png")
 	if got := browsertest.Eval[string](t, ctx, `document.querySelector('main').innerText`); strings.Contains(got, "(UTC)") {
 		t.Errorf("the refused settings page describes UTC, not the zone chosen")
 	}
