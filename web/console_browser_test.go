@@ -103,9 +103,23 @@ func TestConsoleBatchStatesTellTheTruth(t *testing.T) {
 	if n := browsertest.Eval[int](t, ctx, cancels); n != 1 {
 		t.Errorf("an open batch's page has %d Cancel buttons, want 1", n)
 	}
+	retries := `[...document.querySelectorAll('button')].filter(b => /retry/i.test(b.innerText)).length`
 	open(t, ctx, a.srv.URL+"/admin/jobs")
-	if n := browsertest.Eval[int](t, ctx, `[...document.querySelectorAll('button')].filter(b => /retry/i.test(b.innerText)).length`); n != 0 {
+	if n := browsertest.Eval[int](t, ctx, retries); n != 0 {
 		t.Errorf("the jobs page offers Retry on %d jobs that never ran", n)
+	}
+	// One job ran and failed: it, and only it, offers Retry.
+	if _, err := a.db.Pool.Exec(context.Background(), `UPDATE river_job SET state = 'retryable', attempt = 1,
+		errors = ARRAY['{"error":"smtp down","attempt":1,"at":"2026-01-01T00:00:00Z"}'::jsonb]
+		WHERE id = (SELECT min(id) FROM river_job)`); err != nil {
+		t.Fatal(err)
+	}
+	open(t, ctx, a.srv.URL+"/admin/jobs")
+	if n := browsertest.Eval[int](t, ctx, retries); n != 1 {
+		t.Errorf("the jobs page offers Retry on %d jobs, want the one that failed", n)
+	}
+	if _, err := a.db.Pool.Exec(context.Background(), `UPDATE river_job SET state = 'scheduled', attempt = 0, errors = NULL`); err != nil {
+		t.Fatal(err)
 	}
 
 	open(t, ctx, a.srv.URL+"/admin/batches/"+itoa(id))
