@@ -485,7 +485,7 @@ func Dashboard(v DashboardView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" data-testid=\"chart\"><line x1=\"40\" y1=\"10\" x2=\"40\" y2=\"110\" stroke=\"currentColor\" stroke-opacity=\".6\" data-testid=\"y-axis\"></line> <line x1=\"40\" y1=\"110\" x2=\"520\" y2=\"110\" stroke=\"currentColor\" stroke-opacity=\".6\" data-testid=\"x-axis\"></line> <text x=\"34\" y=\"114\" font-size=\"11\" text-anchor=\"end\" fill=\"currentColor\">0</text> <text x=\"34\" y=\"18\" font-size=\"11\" text-anchor=\"end\" fill=\"currentColor\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" data-testid=\"chart\"><line x1=\"40\" y1=\"10\" x2=\"40\" y2=\"110\" stroke=\"currentColor\" stroke-opacity=\".6\" data-testid=\"y-axis\"></line> <line x1=\"40\" y1=\"110\" x2=\"520\" y2=\"110\" stroke=\"currentColor\" stroke-opacity=\".6\" data-testid=\"x-axis\"></line> <text x=\"34\" y=\"114\" font-size=\"13\" text-anchor=\"end\" fill=\"currentColor\">0</text> <text x=\"34\" y=\"18\" font-size=\"13\" text-anchor=\"end\" fill=\"currentColor\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -498,7 +498,7 @@ func Dashboard(v DashboardView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</text> <text x=\"4\" y=\"60\" font-size=\"11\" fill=\"currentColor\">emails</text> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</text> <text x=\"4\" y=\"60\" font-size=\"13\" fill=\"currentColor\">emails</text> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -613,7 +613,7 @@ func Dashboard(v DashboardView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "\" y=\"128\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\" data-testid=\"hour-label\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "\" y=\"128\" font-size=\"13\" text-anchor=\"middle\" fill=\"currentColor\" data-testid=\"hour-label\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -631,7 +631,7 @@ func Dashboard(v DashboardView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<text x=\"280\" y=\"146\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\">hour sent (UTC), oldest on the left</text></svg><p class=\"desc\">Busiest hour: ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<text x=\"280\" y=\"146\" font-size=\"13\" text-anchor=\"middle\" fill=\"currentColor\">hour sent (UTC), oldest on the left</text></svg><p class=\"desc\">Busiest hour: ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -192,7 +192,7 @@ func TestConsoleFitsAPhone(t *testing.T) {
 		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
 			t.Errorf("%s is %d px wide at 390", strings.TrimPrefix(u, a.srv.URL), w)
 		}
-		if strings.HasSuffix(u, "/admin") || strings.HasSuffix(u, "/admin/batches/"+itoa(id)) {
+		if strings.HasSuffix(u, "/admin") || strings.HasSuffix(u, "/admin/batches/"+itoa(id)) || strings.HasSuffix(u, "/outbox") {
 			browsertest.Screenshot(t, ctx, "phone-"+path.Base(u)+".png")
 		}
 	}
@@ -484,6 +484,13 @@ func TestConsoleAxe(t *testing.T) {
 	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="simulate"]`)),
 		chromedp.WaitReady(chromedp.CSS(`[data-testid^="error-a."]`)))
 	check("simulator with an error")
+	// At phone width the tables scroll in their boxes: checked too.
+	browsertest.Do(t, ctx, chromedp.EmulateViewport(390, 844))
+	for _, u := range consolePages(a, id) {
+		open(t, ctx, u)
+		check(strings.TrimPrefix(u, a.srv.URL) + " (390 px)")
+	}
+	browsertest.Do(t, ctx, chromedp.EmulateViewport(1100, 1600))
 	// The console follows the system's dark mode: its colors are checked too.
 	browsertest.Do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
