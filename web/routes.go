@@ -38,6 +38,7 @@ func (s *Server) routes() *patternMux {
 	s.init()
 	mux := &patternMux{ServeMux: http.NewServeMux()}
 	mux.Handle("GET /static/", s.assets)
+	mux.Handle("GET /favicon.ico", s.assets)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 
@@ -98,6 +99,7 @@ func (s *Server) routes() *patternMux {
 	admin("GET /admin/batches", s.adminBatches)
 	admin("GET /admin/batches/{id}", s.adminBatch)
 	admin("POST /admin/batches/{id}/flush", s.adminBatchAction("flush", s.Engine.FlushNow))
+	admin("GET /admin/batches/{id}/cancel", s.cancelConfirm)
 	admin("POST /admin/batches/{id}/cancel", s.adminBatchAction("cancel", func(ctx context.Context, id int64) error {
 		return s.Engine.Cancel(ctx, id, "")
 	}))
