@@ -51,7 +51,8 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old, err := db.GetType(r.Context(), s.DB.Pool, key); err == nil {
-		t.BurstLimit, t.SkipRead = old.BurstLimit, old.SkipRead
+		// The form does not edit these; the API does.
+		t.BurstLimit, t.SkipRead, t.ViewURL = old.BurstLimit, old.SkipRead, old.ViewURL
 	}
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
