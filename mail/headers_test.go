@@ -71,6 +71,22 @@ func TestAutomaticHeaders(t *testing.T) {
 		}
 	})
 
+	t.Run("LongNonASCIIListNameFolds", func(t *testing.T) {
+		t.Parallel()
+		raw := wire(t, "x", func(m *mailtemplates.Message) { m.ListID = strings.Repeat("日本語", 50) + " <x.example.com>" })
+		head, _, _ := strings.Cut(raw, "\r\n\r\n")
+		for _, l := range strings.Split(head, "\r\n") {
+			if len(l) > 78 && !strings.HasPrefix(l, "Content-Type") {
+				t.Errorf("header line of %d characters: %q", len(l), l)
+			}
+		}
+		parsed, _ := netmail.ReadMessage(strings.NewReader(raw))
+		got, err := new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("List-Id"))
+		if err != nil || got != strings.Repeat("日本語", 13)+"日 <x.example.com>" {
+			t.Errorf("List-Id = %q (%v)", got, err)
+		}
+	})
+
 	t.Run("Refused", func(t *testing.T) {
 		t.Parallel()
 		for _, c := range []func(m *mailtemplates.Message){

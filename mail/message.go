@@ -118,7 +118,8 @@ func setAutomatic(msg *gomail.Msg, m *mailtemplates.Message) error {
 }
 
 // listID checks an RFC 2919 List-Id, `Name <label.domain>`, and writes
-// its name as a phrase: quoted when ASCII, an encoded word otherwise.
+// its name, cut to 40 characters, as a phrase: quoted when ASCII, folded
+// encoded words otherwise.
 func listID(v string) (string, error) {
 	name, id, ok := strings.Cut(v, "<")
 	id, closed := strings.CutSuffix(strings.TrimSpace(id), ">")
@@ -133,15 +134,16 @@ func listID(v string) (string, error) {
 	// Quotes and backslashes have no place in a list's name; without
 	// them, quoting the phrase needs no escapes.
 	name = headerText(strings.NewReplacer(`"`, "", `\`, "").Replace(name))
-	if name == "" {
+	if r := []rune(name); len(r) > 40 {
+		name = strings.TrimSpace(string(r[:40]))
+	}
+	switch {
+	case name == "":
 		return "<" + id + ">", nil
+	case isASCII(name):
+		return `"` + name + `" <` + id + ">", nil
 	}
-	if isASCII(name) {
-		name = `"` + name + `"`
-	} else {
-		name = mime.QEncoding.Encode("UTF-8", name)
-	}
-	return name + " <" + id + ">", nil
+	return encodeWords(name, 76-len("List-Id: "), 75) + "\r\n <" + id + ">", nil
 }
 
 // setSubject writes the Subject. go-mail encodes a non-ASCII subject as

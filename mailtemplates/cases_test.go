@@ -120,6 +120,27 @@ func TestViewAll(t *testing.T) {
 		golden(t, "case-view-all.html", m.HTML)
 		golden(t, "case-view-all.txt", "Subject: "+m.Subject+"\n\n"+m.Text)
 	})
+	t.Run("HostileValuesStayInTheirPlace", func(t *testing.T) {
+		t.Parallel()
+		it := event("Eve", "..", "", 1)
+		it.Object.ID = "1&admin=true#x"
+		for src, want := range map[string]string{
+			"https://app.example/docs/{{object.title}}/x":  "https://app.example/docs/%2E%2E/x",
+			"https://app.example/search?q={{object.id}}":   "https://app.example/search?q=1%26admin%3Dtrue%23x",
+			"https://app.example/d/{{object.id}}/comments": "https://app.example/d/1&admin=true%23x/comments",
+		} {
+			tx, err := parseText(src, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tx.expandURL(&it, time.UTC); got != want {
+				t.Errorf("%s expands to %q, want %q", src, got, want)
+			}
+		}
+		if got := safeURL("https://app.example/" + strings.Repeat("x", 3000)); got != "" {
+			t.Error("a 3,000-character URL became a link")
+		}
+	})
 	t.Run("NoCommonObject", func(t *testing.T) {
 		t.Parallel()
 		g := failures()
@@ -166,7 +187,7 @@ func TestSingleButtonNamesTheObject(t *testing.T) {
 	if !strings.Contains(m.Text, "View pipeline: <https://app.example/doc/7>") {
 		t.Errorf("text part:\n%s", m.Text)
 	}
-	for objectType, want := range map[string]string{"merge_request": "View merge request", "": "View", "<b>": "View", strings.Repeat("x", 50): "View"} {
+	for objectType, want := range map[string]string{"merge_request": "View merge request", "PR": "View PR", "": "View", "<b>": "View", strings.Repeat("x", 50): "View"} {
 		if got := action(objectType); got != want {
 			t.Errorf("action(%q) = %q, want %q", objectType, got, want)
 		}

@@ -448,7 +448,7 @@ func viewURL(src string, items []Item, top *Item, loc *time.Location, cache *tex
 // pipeline"), which says where the click leads better than "Open". A type
 // that is not a plain word or two reads "View".
 func action(objectType string) string {
-	t := strings.ToLower(strings.NewReplacer("_", " ", "-", " ").Replace(oneLine(objectType)))
+	t := strings.NewReplacer("_", " ", "-", " ").Replace(oneLine(objectType))
 	if t == "" || utf8.RuneCountInString(t) > 30 {
 		return "View"
 	}
@@ -695,10 +695,19 @@ func Subject(s string) string {
 	return clip(oneLine(s), maxSubject)
 }
 
-// safeURL keeps only absolute http and https links, so an event cannot
+// maxURL is the longest link an email carries: longer ones break in
+// mail clients and browsers, and a 64 KiB URL on every item would spend
+// the HTML budget on attributes.
+const maxURL = 2000
+
+// safeURL keeps only absolute http and https links of at most maxURL
+// bytes, so an event cannot
 // smuggle a javascript: or data: URL into an email. Characters that would
 // end an <angle-bracketed> URL in the text part are percent-encoded.
 func safeURL(s string) string {
+	if len(s) > maxURL {
+		return ""
+	}
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return ""

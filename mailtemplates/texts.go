@@ -445,16 +445,29 @@ func ValidateViewURL(s string) error {
 }
 
 // expandURL expands a view_url for one item, escaping every value as a
-// path segment, so a title with "/", "?" or "#" stays inside its place.
+// path segment, or after a "?" as a query value, so a title with "/",
+// "?", "&" or "#" stays inside its place, and "." or ".." cannot climb
+// the path.
 func (t *text) expandURL(it *Item, loc *time.Location) string {
 	var b strings.Builder
 	f := fields{item: it, loc: loc, count: 1}
+	query := false
 	for _, s := range t.one {
 		if s.field == fieldNone {
 			b.WriteString(s.lit)
+			query = query || strings.Contains(s.lit, "?")
 			continue
 		}
-		b.WriteString(url.PathEscape(clip(f.value(s), maxValue)))
+		v := clip(f.value(s), maxValue)
+		switch {
+		case query:
+			v = url.QueryEscape(v)
+		case v == "." || v == "..":
+			v = strings.ReplaceAll(v, ".", "%2E")
+		default:
+			v = url.PathEscape(v)
+		}
+		b.WriteString(v)
 	}
 	return safeURL(b.String())
 }
