@@ -137,8 +137,8 @@ func TestViewAll(t *testing.T) {
 				t.Errorf("%s expands to %q, want %q", src, got, want)
 			}
 		}
-		if got := safeURL("https://app.example/" + strings.Repeat("x", 3000)); got != "" {
-			t.Error("a 3,000-character URL became a link")
+		if got := safeURL("https://app.example/" + strings.Repeat("x", 5000)); got != "" {
+			t.Error("a 5,000-character URL became a link")
 		}
 	})
 	t.Run("NoCommonObject", func(t *testing.T) {

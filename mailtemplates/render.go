@@ -695,10 +695,10 @@ func Subject(s string) string {
 	return clip(oneLine(s), maxSubject)
 }
 
-// maxURL is the longest link an email carries: longer ones break in
-// mail clients and browsers, and a 64 KiB URL on every item would spend
-// the HTML budget on attributes.
-const maxURL = 2000
+// maxURL is the longest link an email carries, the longest object.url
+// an event may have: a longer one, from an input built by hand, would
+// spend the HTML budget on attributes.
+const maxURL = 4096
 
 // safeURL keeps only absolute http and https links of at most maxURL
 // bytes, so an event cannot
