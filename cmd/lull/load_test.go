@@ -379,7 +379,6 @@ func int64Set(t *testing.T, dbURL, sql string, args ...any) map[int64]bool {
 	return out
 }
 
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
