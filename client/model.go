@@ -265,6 +265,7 @@ type Type struct {
 	ItemOrder    string `json:"item_order,omitempty"`
 	ItemText     string `json:"item_text,omitempty"`
 	GroupText    string `json:"group_text,omitempty"`
+	ViewURL      string `json:"view_url,omitempty"`
 	BurstLimit   *int   `json:"burst_limit,omitempty"`
 	SkipRead     *bool  `json:"skip_read,omitempty"`
 	// Texts are the type's texts per locale, keyed by BCP 47 tag.

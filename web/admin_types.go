@@ -61,7 +61,8 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, status, views.TypeEdit(s.typeEditView(r, b, raw, errs)))
 		return
 	}
-	t.BurstLimit, t.SkipRead = old.BurstLimit, old.SkipRead
+	// The form does not edit these; the API does.
+	t.BurstLimit, t.SkipRead, t.ViewURL, t.Texts = old.BurstLimit, old.SkipRead, old.ViewURL, old.Texts
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
 		return
