@@ -46,8 +46,11 @@ type SettingsView struct {
 	Zones        []string
 	GuessZone    bool // the zone is only the default: a script may offer the browser's
 	DailyAt      string
-	WeeklyOn     []Option
+	WeeklyDays   []Option // one checkbox per weekday, Monday first
 	WeeklyAt     string
+	EveryHours   []Option
+	MonthlyDays  []Option
+	MonthlyAt    string
 	QuietEnabled bool
 	QuietStart   string
 	QuietEnd     string

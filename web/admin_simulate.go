@@ -204,7 +204,7 @@ func (s *Server) simulateView(r *http.Request, types []db.Type, form *http.Reque
 		}
 		everyone := val(p.prefix + ".everyone.mode")
 		pf.Everyone = []views.Option{{Value: "", Label: "as they chose", Selected: everyone == ""}}
-		for _, m := range []string{"immediate", "cooldown", "daily", "weekly"} {
+		for _, m := range []string{"immediate", "cooldown", "hourly", "daily", "weekly", "monthly"} {
 			pf.Everyone = append(pf.Everyone, views.Option{Value: m, Label: "all on " + m, Selected: everyone == m})
 		}
 		on := val(p.prefix + ".everyone.weekly_on")
@@ -222,7 +222,7 @@ func (s *Server) simulateView(r *http.Request, types []db.Type, form *http.Reque
 				Override: field("override_recipients") == "on"}
 			mode := field("mode")
 			row.Modes = []views.Option{{Value: "", Label: "unchanged", Selected: mode == ""}}
-			for _, m := range []string{"immediate", "cooldown", "daily", "weekly", "never"} {
+			for _, m := range []string{"immediate", "cooldown", "hourly", "daily", "weekly", "monthly", "never"} {
 				row.Modes = append(row.Modes, views.Option{Value: m, Label: m, Selected: mode == m})
 			}
 			pf.Types = append(pf.Types, row)

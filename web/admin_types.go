@@ -81,7 +81,7 @@ func (s *Server) typeEditView(r *http.Request, b TypeBody, raw map[string]string
 	for _, e := range errs {
 		v.Errors[e.Field] = e.Message
 	}
-	for _, m := range []string{"immediate", "cooldown", "daily", "weekly", "never"} {
+	for _, m := range []string{"immediate", "cooldown", "hourly", "daily", "weekly", "monthly", "never"} {
 		v.Modes = append(v.Modes, views.Option{Value: m, Label: m, Selected: m == b.DefaultMode})
 	}
 	for _, o := range []string{"latest", "first"} {

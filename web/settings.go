@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,7 +146,7 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 	f := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
 	b := PreferencesBody{
 		Timezone:     f("timezone"),
-		Digest:       DigestBody{DailyAt: f("digest.daily_at"), WeeklyOn: f("digest.weekly_on"), WeeklyAt: f("digest.weekly_at")},
+		Digest:       formDigest(r, f),
 		Unsubscribed: f("unsubscribed") == "on",
 		Types:        map[string]TypePref{},
 	}
@@ -166,6 +167,39 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 	return b
 }
 
+// formDigest reads the digest fields. The weekly days are checkboxes, so
+// none ticked posts nothing; a hidden field says the form had every
+// digest field, telling "no day" (an error) from a form loaded before the
+// boxes existed (weekly_on). Such a form also leaves the monthly time
+// alone, where this one must not send it empty.
+func formDigest(r *http.Request, f func(string) string) DigestBody {
+	d := DigestBody{DailyAt: f("digest.daily_at"), WeeklyOn: f("digest.weekly_on"), WeeklyAt: f("digest.weekly_at"),
+		MonthlyAt: f("digest.monthly_at")}
+	if f("digest.shown") != "" {
+		d.WeeklyDays = append([]string{}, r.PostForm["digest.weekly_days"]...)
+		if d.MonthlyAt == "" {
+			d.MonthlyAt = "-" // cleared: let validation say so
+		}
+	}
+	d.EveryHours = digestNumber(f("digest.every_hours"))
+	d.MonthlyDay = digestNumber(f("digest.monthly_day"))
+	return d
+}
+
+// digestNumber reads a form number for the digest: empty is 0 (not
+// given), and what is not a number is -1, which every range check
+// refuses, so the message sits next to the field.
+func digestNumber(s string) int {
+	switch n, bad := formInt(s); {
+	case bad:
+		return -1
+	case n == nil:
+		return 0
+	default:
+		return *n
+	}
+}
+
 // formNotEmpty refuses a cleared time or zone, which the API reads as
 // "unchanged" but which on the form would save silently as something the
 // recipient did not see.
@@ -179,6 +213,12 @@ func formNotEmpty(b PreferencesBody) []FieldError {
 		if f.value == "" {
 			errs = append(errs, FieldError{f.name, f.msg})
 		}
+	}
+	if b.Digest.MonthlyAt == "-" {
+		errs = append(errs, FieldError{"digest.monthly_at", "Choose a time for the monthly digest."})
+	}
+	if b.Digest.WeeklyDays != nil && len(b.Digest.WeeklyDays) == 0 {
+		errs = append(errs, FieldError{"digest.weekly_days", "Choose at least one day for the weekly digest."})
 	}
 	return errs
 }
@@ -218,8 +258,10 @@ func withoutDefaults(rows []db.TypePreference, types []db.Type) []db.TypePrefere
 var modeLabels = []views.Option{
 	{Value: "immediate", Label: "At once"},
 	{Value: "cooldown", Label: "Bundled"},
+	{Value: "hourly", Label: "Every few hours"},
 	{Value: "daily", Label: "Daily digest"},
 	{Value: "weekly", Label: "Weekly digest"},
+	{Value: "monthly", Label: "Monthly digest"},
 	{Value: "never", Label: "Never"},
 }
 
@@ -236,14 +278,10 @@ func (s *Server) settingsView(ctx context.Context, name string, b PreferencesBod
 	v := views.SettingsView{
 		Page: s.page("Email settings"), RecipientName: name, Errors: errs,
 		Timezone: b.Timezone, Zones: views.Zones(),
-		DailyAt: b.Digest.DailyAt, WeeklyAt: b.Digest.WeeklyAt, Unsubscribed: b.Unsubscribed,
+		DailyAt: b.Digest.DailyAt, WeeklyAt: b.Digest.WeeklyAt, MonthlyAt: strings.Trim(b.Digest.MonthlyAt, "-"), Unsubscribed: b.Unsubscribed,
 		QuietStart: "22:00", QuietEnd: "07:00",
 	}
-	for d := time.Monday; d <= time.Saturday+1; d++ {
-		day := d % 7
-		n := preferences.WeekdayName(day)
-		v.WeeklyOn = append(v.WeeklyOn, views.Option{Value: n, Label: strings.ToUpper(n[:1]) + n[1:], Selected: n == b.Digest.WeeklyOn})
-	}
+	v.WeeklyDays, v.EveryHours, v.MonthlyDays = digestOptions(b.Digest)
 	if q := b.QuietHours; q != nil {
 		v.QuietEnabled, v.QuietStart, v.QuietEnd = true, q.Start, q.End
 	}
@@ -258,6 +296,32 @@ func (s *Server) settingsView(ctx context.Context, name string, b PreferencesBod
 		c.Types = append(c.Types, row)
 	}
 	return v, nil
+}
+
+// digestOptions are the weekday boxes (Monday first), the hourly periods
+// and the days of the month, each with the body's choice selected.
+func digestOptions(d DigestBody) (days, hours, monthDays []views.Option) {
+	chosen := d.WeeklyDays
+	if chosen == nil {
+		chosen = []string{d.WeeklyOn}
+	}
+	for i := range 7 {
+		n := preferences.WeekdayName(time.Weekday((i + 1) % 7))
+		days = append(days, views.Option{Value: n, Label: strings.ToUpper(n[:1]) + n[1:], Selected: slices.Contains(chosen, n)})
+	}
+	for _, h := range preferences.EveryHoursChoices {
+		hours = append(hours, views.Option{Value: itoa(h), Label: plural(h, "hour"), Selected: h == d.EveryHours})
+	}
+	for day := 1; day <= 31; day++ {
+		label := "day " + itoa(day)
+		if day == 31 {
+			label = "the last day"
+		} else if day >= 29 {
+			label += " (or the last day)"
+		}
+		monthDays = append(monthDays, views.Option{Value: itoa(day), Label: label, Selected: day == d.MonthlyDay})
+	}
+	return days, hours, monthDays
 }
 
 func typeRow(t db.Type, p TypePref, unsubscribed bool, sched preferences.Schedule) views.TypeRow {
@@ -332,7 +396,8 @@ func previewSchedule(b PreferencesBody) preferences.Schedule {
 		s.Location = time.FixedZone("your time zone, once it is valid", 0)
 		return s
 	}
-	r := &db.Recipient{Timezone: b.Timezone, DailyAt: 480, WeeklyOn: 1, WeeklyAt: 480}
+	r := &db.Recipient{Timezone: b.Timezone, DailyAt: 480, WeeklyOn: 1, WeeklyAt: 480,
+		EveryHours: b.Digest.EveryHours, MonthlyDay: b.Digest.MonthlyDay, MonthlyAt: 480}
 	if t, err := preferences.ParseTimeOfDay(b.Digest.DailyAt); err == nil {
 		r.DailyAt = int(t)
 	}
@@ -341,6 +406,12 @@ func previewSchedule(b PreferencesBody) preferences.Schedule {
 	}
 	if d, err := preferences.ParseWeekday(b.Digest.WeeklyOn); err == nil {
 		r.WeeklyOn = int(d)
+	}
+	if w, err := preferences.ParseWeekdays(b.Digest.WeeklyDays); err == nil {
+		r.WeeklyDays = int(w)
+	}
+	if t, err := preferences.ParseTimeOfDay(b.Digest.MonthlyAt); err == nil {
+		r.MonthlyAt = int(t)
 	}
 	return batching.Schedule(r)
 }

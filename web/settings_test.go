@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -235,4 +236,63 @@ func TestSettingsInBrowser(t *testing.T) {
 		t.Errorf("tampered link shows %q", text)
 	}
 	_ = a
+}
+
+// TestSettingsCadences saves the hourly, several-day weekly and monthly
+// digests from the form, shows them back, and refuses a form with no
+// weekly day or a cleared monthly time, next to those fields.
+func TestSettingsCadences(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	getDoc(t, c, link)
+	post := func(f url.Values) (*http.Response, *goquery.Document) {
+		req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", a.srv.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		doc, _ := goquery.NewDocumentFromReader(resp.Body)
+		return resp, doc
+	}
+	form := url.Values{
+		"timezone": {"Europe/Berlin"}, "digest.shown": {"1"}, "digest.daily_at": {"07:30"}, "digest.weekly_at": {"16:00"},
+		"digest.weekly_days": {"monday", "thursday"}, "digest.every_hours": {"2"}, "digest.monthly_day": {"31"}, "digest.monthly_at": {"09:00"},
+		"types.comment.mode": {"hourly"}, "types.share.mode": {"monthly"}, "types.security.mode": {"immediate"},
+	}
+	if resp, doc := post(form); resp.StatusCode != http.StatusOK {
+		t.Fatalf("save = %d: %s", resp.StatusCode, doc.Find(".error").Text())
+	}
+	got := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/preferences", "", 200)["digest"].(map[string]any)
+	if fmt.Sprintf("%v %v %v %v", got["weekly_days"], got["every_hours"], got["monthly_day"], got["monthly_at"]) != "[monday thursday] 2 31 09:00" {
+		t.Fatalf("stored digest %v", got)
+	}
+	_, doc := getDoc(t, c, a.srv.URL+"/settings")
+	var checked []string
+	doc.Find(`input[name="digest.weekly_days"][checked]`).Each(func(_ int, s *goquery.Selection) { checked = append(checked, s.AttrOr("value", "")) })
+	if strings.Join(checked, ",") != "monday,thursday" {
+		t.Errorf("weekly days shown checked: %v", checked)
+	}
+	if v := doc.Find(`select[name="digest.monthly_day"] option[selected]`).AttrOr("value", ""); v != "31" {
+		t.Errorf("monthly day shown %q", v)
+	}
+	if p := doc.Find(`[data-testid="preview-comment"]`).Text(); !strings.Contains(p, "every 2 hours") {
+		t.Errorf("hourly type described as %q", p)
+	}
+
+	form.Del("digest.weekly_days")
+	form.Set("digest.monthly_at", "")
+	resp, doc := post(form)
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("no weekly day and no monthly time = %d, want 422", resp.StatusCode)
+	}
+	for _, f := range []string{"digest.weekly_days", "digest.monthly_at"} {
+		if doc.Find(`[data-testid="error-`+f+`"]`).Length() != 1 {
+			t.Errorf("no error shown next to %s", f)
+		}
+	}
 }
