@@ -2,6 +2,7 @@ package batching
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,15 +18,28 @@ import (
 type Envelope struct {
 	From  string
 	Links mailtemplates.Links
+	// Brand is the host product the email speaks for.
+	Brand mailtemplates.Brand
 }
 
 // Address fills in's sender, Message-ID, date and footer links for an
 // email sent at now.
 func (e Envelope) Address(in *mailtemplates.Input, now time.Time) {
-	in.From, in.Date = e.From, now
+	in.From, in.Date, in.Brand = e.From, now, e.Brand
 	in.MessageID = messageID(in.BatchID, e.From)
 	in.SettingsURL, _ = e.Links.SettingsURL(in.Recipient.ID, now)
-	in.UnsubscribeURL = e.Links.UnsubscribeURL(in.Recipient.ID, now)
+	in.UnsubscribeURL = e.Links.UnsubscribeURL(in.Recipient.ID, typeKeys(in.Groups), now)
+}
+
+// typeKeys are the types an email shows: what its unsubscribe link stops.
+func typeKeys(groups []mailtemplates.Group) []string {
+	keys := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if g.Type.Key != "" && !slices.Contains(keys, g.Type.Key) {
+			keys = append(keys, g.Type.Key)
+		}
+	}
+	return keys
 }
 
 // messageID is derived from the batch alone, so a resend after a crash
