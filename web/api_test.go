@@ -48,12 +48,13 @@ func serveAPI(t *testing.T, d *db.DB) *apiBundle {
 		t.Fatal(err)
 	}
 	links := mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	flush := &jobs.FlushWorker{DB: d, Sender: &mail.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com"}
+	brands := &batching.Brands{DB: d.Pool}
+	flush := &jobs.FlushWorker{DB: d, Sender: &mail.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com", Brands: brands}
 	client, err := jobs.NewClient(d, jobs.Config{Workers: 1, JobTimeout: time.Minute, RescueAfter: time.Hour, SweepEvery: time.Hour, Retention: 720 * time.Hour}, flush, logger, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links, MailFrom: "lull@example.com", Jobs: jobs.Control{Client: client},
+	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links, MailFrom: "lull@example.com", Brands: brands, Jobs: jobs.Control{Client: client},
 		Engine: &batching.Engine{DB: d, Scheduler: &jobs.Scheduler{Client: client}, Logger: logger}}
 	s.Feed = &web.FeedHub{DB: d, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package batching
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -53,6 +54,9 @@ func (b *Brands) Get(ctx context.Context) mailtemplates.Brand {
 // Stored returns the fields the console saved; the rest are empty.
 func (b *Brands) Stored(ctx context.Context) (mailtemplates.Brand, error) {
 	var out mailtemplates.Brand
+	if b == nil {
+		return out, nil
+	}
 	fields, err := db.BrandSettings(ctx, b.DB)
 	if err != nil {
 		return out, err
@@ -66,6 +70,9 @@ func (b *Brands) Stored(ctx context.Context) (mailtemplates.Brand, error) {
 // Save stores the console's fields (an empty one falls back to the
 // environment) and makes this process use them at once.
 func (b *Brands) Save(ctx context.Context, stored mailtemplates.Brand) error {
+	if b == nil {
+		return errors.New("save brand: no brand store configured")
+	}
 	fields := map[string]string{}
 	for name, p := range brandFields(&stored) {
 		fields[name] = *p

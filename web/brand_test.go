@@ -1,0 +1,238 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mailtemplates"
+)
+
+// acmeBrand is the brand an operator saves in the console.
+var acmeBrand = url.Values{"product_name": {"Acme Docs"}, "product_url": {"https://docs.acme.example/"},
+	"logo_url": {"https://cdn.acme.example/logo.png"}, "color": {"#0F5132"}, "from_name": {"Acme Docs Notifications"}}
+
+// brandSetup is a recipient with a type of each kind (one required) and
+// an operator who saved the Acme brand.
+func brandSetup(t *testing.T) *apiBundle {
+	t.Helper()
+	a := setupAPI(t)
+	if err := db.UpsertOperator(context.Background(), a.db.Pool, "ops@example.com", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/types/share", `{"name":"Shares","default_mode":"daily"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/types/security", `{"name":"Security alerts","required":true}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com","name":"Bob"}`, 200)
+	ops := operatorClient(t, a)
+	if resp := postForm(t, ops, a.srv.URL+"/admin/brand", acmeBrand); resp.Request.URL.Path != "/admin/brand" || resp.StatusCode != 200 {
+		t.Fatalf("saving the brand landed on %s with %d", resp.Request.URL.Path, resp.StatusCode)
+	}
+	return a
+}
+
+// wearsBrand checks a recipient page: the brand in its title and header,
+// its colour's stylesheet, its logo allowed by the page's policy, and
+// "lull" nowhere in it.
+func wearsBrand(t *testing.T, what string, resp *http.Response, doc *goquery.Document) {
+	t.Helper()
+	html, _ := doc.Html()
+	if i := strings.Index(strings.ToLower(html), "lull"); i >= 0 {
+		t.Errorf("%s says lull: …%s…", what, html[max(0, i-80):min(len(html), i+80)])
+	}
+	if title := doc.Find("title").Text(); !strings.HasSuffix(title, " · Acme Docs") {
+		t.Errorf("%s: title %q", what, title)
+	}
+	brand := doc.Find(`header [data-testid=brand]`)
+	if href, _ := brand.Attr("href"); strings.TrimSpace(brand.Text()) != "Acme Docs" || href != "https://docs.acme.example/" {
+		t.Errorf("%s: header brand %q linking to %q", what, brand.Text(), href)
+	}
+	if alt, _ := brand.Find("img").Attr("alt"); alt != "Acme Docs" {
+		t.Errorf("%s: logo alt %q", what, alt)
+	}
+	if doc.Find(`link[href="/brand.css?c=0f5132"]`).Length() != 1 {
+		t.Errorf("%s: no brand stylesheet", what)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src 'self' data: https://cdn.acme.example;") {
+		t.Errorf("%s: the policy does not allow the logo: %s", what, csp)
+	}
+}
+
+// TestBrandReachesEveryRecipient saves a brand in the console and finds
+// it, and no "lull", in an email as it is sent and on every recipient
+// page: settings, unsubscribe (ask, done, undo) and an error page.
+func TestBrandReachesEveryRecipient(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+
+	batch := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"u_al","name":"Alice"},
+		"object":{"title":"Q3 plan","url":"https://docs.acme.example/d/7"},"recipients":["u_bob"]}`, 202)
+	id := int64(batch["batches"].([]any)[0].(map[string]any)["id"].(float64))
+	a.workFlush(t, id)
+	sent, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 1)
+	if err != nil || len(sent) != 1 {
+		t.Fatalf("outbox: %v %v", sent, err)
+	}
+	m := sent[0]
+	for part, s := range map[string]string{"subject": m.Subject, "html": m.HTML, "text": m.Text} {
+		// The test server's own address is lull.test; a real one is the
+		// operator's LULL_BASE_URL.
+		if strings.Contains(strings.ToLower(strings.ReplaceAll(s, "http://lull.test/", "")), "lull") {
+			t.Errorf("the email's %s says lull:\n%s", part, s)
+		}
+	}
+	if !strings.Contains(m.Headers["From"], "Acme Docs Notifications") || !strings.Contains(m.Text, "Sent by Acme Docs to bob@example.com.") {
+		t.Errorf("the email does not speak for Acme Docs: From %q\n%s", m.Headers["From"], m.Text)
+	}
+
+	bob := browserClient(t)
+	settings := a.mustCall(t, "POST", "/api/v1/recipients/u_bob/preferences-link", "", 200)["url"].(string)
+	resp, doc := getDoc(t, bob, strings.Replace(settings, "http://lull.test", a.srv.URL, 1))
+	wearsBrand(t, "settings", resp, doc)
+
+	email, err := goquery.NewDocumentFromReader(strings.NewReader(m.HTML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, _ := email.Find(`[data-testid=unsubscribe-link]`).Attr("href")
+	link = strings.Replace(link, "http://lull.test", a.srv.URL, 1)
+	resp, doc = getDoc(t, bob, link)
+	wearsBrand(t, "unsubscribe", resp, doc)
+	if h1 := doc.Find("h1").Text(); h1 != "Stop emails about Comments?" || !strings.Contains(doc.Text(), "bob@example.com") {
+		t.Errorf("unsubscribe asks %q", h1)
+	}
+
+	resp, doc = postDoc(t, bob, link, nil, "")
+	wearsBrand(t, "unsubscribed", resp, doc)
+	undo, _ := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	resp, doc = postDoc(t, bob, a.srv.URL+undo, nil, "")
+	wearsBrand(t, "undone", resp, doc)
+
+	resp, doc = getDoc(t, bob, link+"x")
+	wearsBrand(t, "a broken link", resp, doc)
+}
+
+// TestBrandPageRefusesBadValues: each bad field gets its message beside
+// it, the form keeps what was typed, and nothing is stored.
+func TestBrandPageRefusesBadValues(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	ops := operatorClient(t, a)
+	bad := url.Values{"product_name": {strings.Repeat("A", 61)}, "product_url": {"javascript:alert(1)"},
+		"logo_url": {"ftp://cdn.acme.example/logo.png"}, "color": {"#ffeb3b"}, "from_name": {"Acme"}}
+	resp, doc := postDoc(t, ops, a.srv.URL+"/admin/brand", bad, "")
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("bad brand = %d, want 422", resp.StatusCode)
+	}
+	for _, f := range []string{"product_name", "product_url", "logo_url", "color"} {
+		msg := doc.Find(`[data-testid="error-` + f + `"]`)
+		if msg.Length() != 1 || msg.Parent().Find(`input[name="`+f+`"]`).Length() != 1 {
+			t.Errorf("%s: no message beside the field", f)
+		}
+		if v, _ := doc.Find(`input[name="` + f + `"]`).Attr("value"); v != bad.Get(f) {
+			t.Errorf("%s: the form lost %q (shows %q)", f, bad.Get(f), v)
+		}
+	}
+	if doc.Find(`[data-testid="error-from_name"]`).Length() != 0 {
+		t.Error("a good field was refused")
+	}
+	_, doc = getDoc(t, ops, a.srv.URL+"/admin/brand")
+	if v, _ := doc.Find(`input[name="product_name"]`).Attr("value"); v != "Acme Docs" {
+		t.Errorf("after a refused save the stored name is %q", v)
+	}
+}
+
+// TestUnsubscribeStopsTheEmailsTypes: the one-click link of an email
+// stops the types that email showed and nothing else (a required type
+// keeps coming); "everything" is one click further; undo puts back what
+// was there; and a link signed before links named types still
+// unsubscribes from everything, by one-click POST as by the page.
+func TestUnsubscribeStopsTheEmailsTypes(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences", `{"types":{"comment":{"mode":"cooldown","window":"15m"}}}`, 200)
+	modes := func() string {
+		var s string
+		err := a.db.Pool.QueryRow(context.Background(), `
+			SELECT string_agg(type_key || '=' || mode || coalesce('/' || window_ms, ''), ' ' ORDER BY type_key) || ' all=' || bool_or(r.unsubscribed)
+			FROM recipients r LEFT JOIN type_preferences p ON p.recipient_id = r.id WHERE r.id = 'u_bob' GROUP BY r.id`).Scan(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := modes()
+	local := func(u string) string { return strings.Replace(u, "http://lull.test", a.srv.URL, 1) }
+	oneClick := func(link string) {
+		t.Helper()
+		resp, err := http.Post(local(link), "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("one-click = %d", resp.StatusCode)
+		}
+	}
+
+	// A digest's link names its types; one is required.
+	link := a.web.Links.UnsubscribeURL("u_bob", []string{"comment", "share", "security"}, time.Now())
+	bob := browserClient(t)
+	resp, doc := postDoc(t, bob, local(link), nil, "")
+	done := doc.Find(`[data-testid=done]`)
+	if resp.StatusCode != 200 || done.HasClass("problem") || !done.HasClass("done") ||
+		!strings.Contains(done.Text(), "bob@example.com will no longer get emails about Comments and Shares.") ||
+		!strings.Contains(done.Text(), "Security alerts cannot be turned off") {
+		t.Fatalf("done page %d: %q", resp.StatusCode, done.Text())
+	}
+	if got := modes(); got != "comment=never/900000 share=never all=false" {
+		t.Fatalf("after the page's button: %s, want comments and shares off, security on, not unsubscribed from all", got)
+	}
+	if href, _ := doc.Find(`[data-testid=settings-link]`).Attr("href"); !strings.HasPrefix(href, "/settings/enter?token=") {
+		t.Errorf("settings link %q", href)
+	}
+	undo, _ := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	everything, _ := doc.Find(`[data-testid=unsubscribe-all]`).Closest("form").Attr("action")
+
+	// Everything, one click further, and its own undo.
+	_, doc = postDoc(t, bob, a.srv.URL+everything, url.Values{"scope": {"all"}}, "")
+	if got := modes(); !strings.HasSuffix(got, "all=true") {
+		t.Fatalf("everything: %s", got)
+	}
+	undoAll, _ := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	if doc.Find(`[data-testid=unsubscribe-all]`).Length() != 0 {
+		t.Error("after everything, the page still offers everything")
+	}
+	postDoc(t, bob, a.srv.URL+undoAll, nil, "")
+	postDoc(t, bob, a.srv.URL+undo, nil, "")
+	if got := modes(); got != before {
+		t.Fatalf("after both undos: %s, want %s as before", got, before)
+	}
+
+	// The same by one-click POST, as a mail client sends it.
+	oneClick(link)
+	if got := modes(); got != "comment=never/900000 share=never all=false" {
+		t.Fatalf("after one-click: %s", got)
+	}
+	// Clicked again in the browser, the types are off already; undo
+	// still turns them back on (to the types' defaults).
+	_, doc = postDoc(t, bob, local(link), nil, "")
+	undo, _ = doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	postDoc(t, bob, a.srv.URL+undo, nil, "")
+	if got := modes(); strings.Contains(got, "never") {
+		t.Fatalf("undo after one-click: %s, want the types on", got)
+	}
+
+	// A link as every email sent before this change carried it.
+	old := a.web.Links.Token(mailtemplates.PurposeUnsubscribe, "u_bob", time.Now().Add(24*time.Hour))
+	oneClick("http://lull.test/unsubscribe?token=" + url.QueryEscape(old))
+	if got := modes(); !strings.HasSuffix(got, "all=true") {
+		t.Fatalf("old link: %s, want unsubscribed from all", got)
+	}
+}
