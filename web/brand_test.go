@@ -3,15 +3,18 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/chromedp/chromedp"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/web/browsertest"
 )
 
 // acmeBrand is the brand an operator saves in the console.
@@ -235,4 +238,81 @@ func TestUnsubscribeStopsTheEmailsTypes(t *testing.T) {
 	if got := modes(); !strings.HasSuffix(got, "all=true") {
 		t.Fatalf("old link: %s, want unsubscribed from all", got)
 	}
+}
+
+// acmeLogo is a small mark in the brand's colour.
+const acmeLogo = `<svg xmlns="http://www.w3.org/2000/svg" width="28" height="28" viewBox="0 0 28 28">` +
+	`<rect width="28" height="28" rx="6" fill="#0f5132"/><path d="M8 21 14 7l6 14M10.5 16h7" stroke="#fff" stroke-width="2.4" fill="none"/></svg>`
+
+// TestBrandInBrowser opens a branded email and unsubscribes from it in
+// Chromium: the logo loads (the page's policy allows its origin), the
+// done page shows, and both are kept as screenshots for the README.
+func TestBrandInBrowser(t *testing.T) {
+	t.Parallel()
+	var email string
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/logo.svg" {
+			w.Header().Set("Content-Type", "image/svg+xml")
+			w.Write([]byte(acmeLogo))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(email))
+	}))
+	t.Cleanup(host.Close)
+	brand := url.Values{}
+	for k, v := range acmeBrand {
+		brand[k] = v
+	}
+	brand.Set("logo_url", host.URL+"/logo.svg")
+	a := setupAPI(t)
+	if err := db.UpsertOperator(context.Background(), a.db.Pool, "ops@example.com", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate",
+		"group_text":"{{actors}} commented on {{object.title}}|{{actors}} left {{count}} comments on {{object.title}}"}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com","name":"Bob"}`, 200)
+	postForm(t, operatorClient(t, a), a.srv.URL+"/admin/brand", brand)
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"u_al","name":"Alice"},
+		"object":{"title":"Q3 plan","url":"https://docs.acme.example/d/7"},"data":{},"recipients":["u_bob"]}`, 202)
+	id := int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
+	a.workFlush(t, id)
+	sent, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 1)
+	if err != nil || len(sent) != 1 {
+		t.Fatalf("outbox: %v %v", sent, err)
+	}
+	email = strings.ReplaceAll(sent[0].HTML, "http://lull.test", a.srv.URL)
+
+	ctx := browsertest.New(t)
+	// The logo's load event decides, not a moment's look at it.
+	logoLoaded := func() bool {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise(done => {
+			const i = document.querySelector('[data-testid=brand] img');
+			if (!i) return done(false);
+			if (i.complete) return done(i.naturalWidth > 0);
+			i.onload = () => done(true); i.onerror = () => done(false);
+		})`, chromedp.EvalAwaitPromise))
+		return err == nil && v
+	}
+	browsertest.Do(t, ctx, chromedp.Navigate(host.URL+"/email"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=unsubscribe-link]`)))
+	if !logoLoaded() {
+		t.Error("the email's logo did not load")
+	}
+	browsertest.Screenshot(t, ctx, "branded-email.png")
+	browsertest.Do(t, ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=unsubscribe-link]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=unsubscribe]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=unsubscribe]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=done]`)),
+	)
+	if !logoLoaded() {
+		t.Error("the page's logo did not load: is its origin allowed?")
+	}
+	if got := browsertest.Eval[string](t, ctx, `getComputedStyle(document.querySelector('[data-testid=done]')).borderLeftColor`); got == "rgb(185, 28, 28)" {
+		t.Error("the done page wears the error colour")
+	}
+	if got := browsertest.Eval[string](t, ctx, `getComputedStyle(document.querySelector('a[data-testid=settings-link]')).color`); got != "rgb(15, 81, 50)" {
+		t.Errorf("links are %s, not the brand's colour", got)
+	}
+	browsertest.Screenshot(t, ctx, "unsubscribed.png")
 }
