@@ -3,6 +3,8 @@ package mailtemplates
 import (
 	"math"
 	"net/mail"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,6 +16,11 @@ const (
 	maxBrandName = 60
 	maxBrandURL  = 2000
 )
+
+// plainHost is a host name or address with an optional port: nothing
+// that could end a directive of a page's security policy, which names
+// the logo's origin.
+var plainHost = regexp.MustCompile(`^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]+)?$`)
 
 // DefaultColor is the accent of an unbranded email: links and buttons.
 const DefaultColor = "#3b3bb3"
@@ -34,7 +41,11 @@ func (b Brand) Check() map[string]string {
 	name("product_name", b.ProductName)
 	name("from_name", b.FromName)
 	link := func(field, v string) {
-		if v != "" && (len(v) > maxBrandURL || safeURL(v) != v) {
+		if v == "" {
+			return
+		}
+		u, err := url.Parse(v)
+		if err != nil || len(v) > maxBrandURL || safeURL(v) != v || !plainHost.MatchString(u.Host) {
 			errs[field] = "Use a full http:// or https:// address."
 		}
 	}

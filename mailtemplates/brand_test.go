@@ -93,6 +93,8 @@ func TestBrandCheck(t *testing.T) {
 		{"product_url", Brand{ProductURL: "javascript:alert(1)"}},
 		{"product_url", Brand{ProductURL: "docs.acme.example"}},
 		{"logo_url", Brand{LogoURL: "data:image/png;base64,AAAA"}},
+		{"logo_url", Brand{LogoURL: "https://cdn.example;script-src/logo.png"}}, // would end the page policy's img-src
+		{"logo_url", Brand{LogoURL: "https://cdn.example'/logo.png"}},
 		{"logo_url", Brand{LogoURL: "https://acme.example/" + strings.Repeat("a", 2000)}},
 		{"color", Brand{Color: "red"}},
 		{"color", Brand{Color: "#12345"}},

@@ -48,11 +48,22 @@ func (l Links) SettingsURL(recipientID string, now time.Time) (string, time.Time
 // UnsubscribeURL returns the one-click unsubscribe link for recipientID
 // that stops the notification types in types: the ones the email showed,
 // so that a recipient tired of comments keeps getting security alerts.
-// With no types, the link unsubscribes from everything.
+// With no types, the link unsubscribes from everything; so does the link
+// of an email with so many types that naming them all would make the
+// List-Unsubscribe header longer than a mail line may be (998 bytes).
 func (l Links) UnsubscribeURL(recipientID string, types []string, now time.Time) string {
 	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
-	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, strings.Join(types, ","), exp))
+	scope := strings.Join(types, ",")
+	if len(scope) > maxScope {
+		scope = ""
+	}
+	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, scope, exp))
 }
+
+// maxScope bounds the types an unsubscribe link names, in bytes: with
+// the rest of the token, base64 and the address, the link stays well
+// under a mail line.
+const maxScope = 300
 
 // UnsubscribeTypes splits the data of an unsubscribe token (see
 // VerifyData) into its type keys; none means everything, as links made

@@ -59,6 +59,18 @@ func TestUnsubscribeLinksNameTheirTypes(t *testing.T) {
 		t.Errorf("odd id with types: %q %v", id, err)
 	}
 
+	// An email of very many types gets a link that stops everything,
+	// rather than one too long for its header line.
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = "project.pipeline.stage.failed." + strconv.Itoa(i)
+	}
+	if long := l.UnsubscribeURL("u_bob", many, now); len(long) > 500 {
+		t.Errorf("a link of %d bytes", len(long))
+	} else if _, data, _ := l.VerifyData(tokenOf(t, long), PurposeUnsubscribe, now); data != "" {
+		t.Errorf("too many types named: %q", data)
+	}
+
 	// Expiry, tampering and purpose still hold.
 	if _, _, err := l.VerifyData(tokenOf(t, link), PurposeUnsubscribe, now.Add(91*24*time.Hour)); err != ErrExpiredLink {
 		t.Errorf("expired: %v", err)

@@ -20,7 +20,8 @@ func (s *Server) recipientPage(w http.ResponseWriter, r *http.Request, title str
 	if b.Color != "" {
 		p.Brand.CSSURL = "/brand.css?c=" + url.QueryEscape(strings.ToLower(strings.TrimPrefix(b.Color, "#")))
 	}
-	if u, err := url.Parse(b.LogoURL); err == nil && b.LogoURL != "" {
+	// Check keeps the host plain, so it cannot end the directive.
+	if u, err := url.Parse(b.LogoURL); err == nil && b.LogoURL != "" && b.Check()["logo_url"] == "" {
 		h := w.Header()
 		h.Set("Content-Security-Policy", strings.Replace(h.Get("Content-Security-Policy"),
 			"img-src 'self' data:", "img-src 'self' data: "+u.Scheme+"://"+u.Host, 1))
