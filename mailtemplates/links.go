@@ -65,6 +65,27 @@ func (l Links) UnsubscribeURL(recipientID string, types []string, now time.Time)
 // under a mail line.
 const maxScope = 300
 
+// WithinSettingsTTL reports whether an unsubscribe token (already
+// verified) was made so recently that its email's settings link still
+// works. Only then may the page after an unsubscribe link to the settings
+// with a fresh token: an unsubscribe link lives 90 days, and must not
+// become a way into the settings long after the email's own settings
+// link expired.
+func (l Links) WithinSettingsTTL(token string, now time.Time) bool {
+	p, _, _ := strings.Cut(token, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	parts := strings.Split(string(payload), "\n")
+	if err != nil || len(parts) < 3 {
+		return false
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return false
+	}
+	made := time.Unix(exp, 0).Add(-orDefault(l.UnsubscribeTTL, 90*24*time.Hour))
+	return now.Before(made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour)))
+}
+
 // UnsubscribeTypes splits the data of an unsubscribe token (see
 // VerifyData) into its type keys; none means everything, as links made
 // before types were named meant.

@@ -316,3 +316,26 @@ func TestBrandInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "unsubscribed.png")
 }
+
+// TestUnsubscribeLinkIsNoKeyToSettings: an unsubscribe link works for 90
+// days, a settings link for 7; the page after an old unsubscribe link
+// must not hand out a fresh way into the settings.
+func TestUnsubscribeLinkIsNoKeyToSettings(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	for _, c := range []struct {
+		age      time.Duration
+		settings bool
+	}{{time.Hour, true}, {30 * 24 * time.Hour, false}} {
+		link := a.web.Links.UnsubscribeURL("u_bob", []string{"comment"}, time.Now().Add(-c.age))
+		_, doc := postDoc(t, browserClient(t), strings.Replace(link, "http://lull.test", a.srv.URL, 1), nil, "")
+		if got := doc.Find(`[data-testid=settings-link]`).Length() == 1; got != c.settings {
+			t.Errorf("a link %v old: settings link shown %v, want %v", c.age, got, c.settings)
+		}
+		undo, _ := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+		_, doc = postDoc(t, browserClient(t), a.srv.URL+undo, nil, "")
+		if got := doc.Find(`[data-testid=settings-link]`).Length() == 1; got != c.settings || !strings.Contains(doc.Text(), "Undone") {
+			t.Errorf("undo of a link %v old: settings link shown %v, want %v", c.age, got, c.settings)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	v, err := s.unsubscribedView(r.Context(), w, r, u)
+	v, err := s.unsubscribedView(r.Context(), w, r, u, s.Links.WithinSettingsTTL(token, s.now()))
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -79,10 +79,16 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 }
 
 // unsubscribedView describes what an unsubscribe did, with a signed undo
-// button that puts back exactly that.
-func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r *http.Request, u *db.Unsubscribed) (views.UnsubscribedView, error) {
-	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Unsubscribed"), Email: u.Recipient.Email, All: u.All,
-		SettingsURL: s.settingsLink(u.Recipient.ID)}
+// button that puts back exactly that. With settings, the page links to
+// the recipient's settings (see Links.WithinSettingsTTL), and so does
+// the page after an undo.
+func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r *http.Request, u *db.Unsubscribed, settings bool) (views.UnsubscribedView, error) {
+	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Unsubscribed"), Email: u.Recipient.Email, All: u.All}
+	data := u.Encode()
+	if settings {
+		v.SettingsURL = s.settingsLink(u.Recipient.ID)
+		data += "&settings=1"
+	}
 	names, err := s.typeNames(ctx)
 	if err != nil {
 		return v, err
@@ -93,7 +99,7 @@ func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r 
 	for _, k := range u.Required {
 		v.Required = append(v.Required, names(k))
 	}
-	undo := s.Links.SignedToken(purposeUndo, u.Recipient.ID, u.Encode(), s.now().Add(7*24*time.Hour))
+	undo := s.Links.SignedToken(purposeUndo, u.Recipient.ID, data, s.now().Add(7*24*time.Hour))
 	v.UndoAction = "/unsubscribe/undo?" + url.Values{"token": {undo}}.Encode()
 	return v, nil
 }
@@ -117,8 +123,11 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Subscribed again"), Email: rec.Email, Undone: true,
-		SettingsURL: s.settingsLink(id)}
+	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Subscribed again"), Email: rec.Email, Undone: true}
+	if q, _ := url.ParseQuery(data); q.Get("settings") == "1" {
+		v.SettingsURL = s.settingsLink(id)
+	}
+	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Unsubscribed(v))
 }
 
