@@ -339,3 +339,18 @@ func TestUnsubscribeLinkIsNoKeyToSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsubscribeFromOnlyRequiredTypes: a link whose types are all
+// required changes nothing and says so, offering everything instead.
+func TestUnsubscribeFromOnlyRequiredTypes(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	link := a.web.Links.UnsubscribeURL("u_bob", []string{"security", "gone.type"}, time.Now())
+	_, doc := postDoc(t, browserClient(t), strings.Replace(link, "http://lull.test", a.srv.URL, 1), nil, "")
+	if h1 := doc.Find("h1").Text(); h1 != "Nothing to unsubscribe from" || doc.Find(`[data-testid=unsubscribe-all]`).Length() != 1 {
+		t.Errorf("page says %q", h1)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM type_preferences WHERE recipient_id = 'u_bob'"); n != 0 {
+		t.Errorf("%d preferences written", n)
+	}
+}
