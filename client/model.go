@@ -138,6 +138,13 @@ type Digest struct {
 	DailyAt  string `json:"daily_at,omitempty"`
 	WeeklyOn string `json:"weekly_on,omitempty"`
 	WeeklyAt string `json:"weekly_at,omitempty"`
+	// WeeklyDays are every weekly digest day; WeeklyOn alone sets one.
+	WeeklyDays []string `json:"weekly_days,omitempty"`
+	// EveryHours is the hourly digest's period: 1, 2, 4, 6 or 12.
+	EveryHours int `json:"every_hours,omitempty"`
+	// MonthlyDay is 1-31; 31 is the last day of every month.
+	MonthlyDay int    `json:"monthly_day,omitempty"`
+	MonthlyAt  string `json:"monthly_at,omitempty"`
 }
 
 // QuietHours is a local time range with no emails.
@@ -260,6 +267,17 @@ type Type struct {
 	GroupText    string `json:"group_text,omitempty"`
 	BurstLimit   *int   `json:"burst_limit,omitempty"`
 	SkipRead     *bool  `json:"skip_read,omitempty"`
+	// Texts are the type's texts per locale, keyed by BCP 47 tag.
+	Texts map[string]TypeTexts `json:"texts,omitempty"`
+}
+
+// TypeTexts are a type's texts in one locale; what is left empty falls
+// back to the next locale (de-AT, de) and then to the type's own.
+type TypeTexts struct {
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	ItemText    string `json:"item_text,omitempty"`
+	GroupText   string `json:"group_text,omitempty"`
 }
 
 // BatchQuery filters and pages the batch listing.
@@ -381,13 +399,17 @@ type TypeChange struct {
 
 // Everyone puts every recipient and type on one mode.
 type Everyone struct {
-	Mode     string `json:"mode"`
-	Window   string `json:"window,omitempty"`
-	MaxWait  string `json:"max_wait,omitempty"`
-	Lead     *bool  `json:"lead,omitempty"`
-	DailyAt  string `json:"daily_at,omitempty"`
-	WeeklyOn string `json:"weekly_on,omitempty"`
-	WeeklyAt string `json:"weekly_at,omitempty"`
+	Mode       string   `json:"mode"`
+	Window     string   `json:"window,omitempty"`
+	MaxWait    string   `json:"max_wait,omitempty"`
+	Lead       *bool    `json:"lead,omitempty"`
+	DailyAt    string   `json:"daily_at,omitempty"`
+	WeeklyOn   string   `json:"weekly_on,omitempty"`
+	WeeklyAt   string   `json:"weekly_at,omitempty"`
+	WeeklyDays []string `json:"weekly_days,omitempty"`
+	EveryHours int      `json:"every_hours,omitempty"`
+	MonthlyDay int      `json:"monthly_day,omitempty"`
+	MonthlyAt  string   `json:"monthly_at,omitempty"`
 }
 
 // SimulationReport is what each policy would send, the current settings

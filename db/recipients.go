@@ -26,6 +26,10 @@ type Recipient struct {
 	DailyAt      int       `bun:"daily_at" db:"daily_at"`
 	WeeklyOn     int       `bun:"weekly_on" db:"weekly_on"`
 	WeeklyAt     int       `bun:"weekly_at" db:"weekly_at"`
+	WeeklyDays   int       `bun:"weekly_days" db:"weekly_days"` // a bit per weekday, Sunday = 1; 0: WeeklyOn alone
+	EveryHours   int       `bun:"every_hours" db:"every_hours"`
+	MonthlyDay   int       `bun:"monthly_day" db:"monthly_day"`
+	MonthlyAt    int       `bun:"monthly_at" db:"monthly_at"`
 	QuietStart   *int      `bun:"quiet_start" db:"quiet_start"`
 	QuietEnd     *int      `bun:"quiet_end" db:"quiet_end"`
 	Unsubscribed bool      `bun:"unsubscribed" db:"unsubscribed"`
@@ -34,7 +38,7 @@ type Recipient struct {
 }
 
 const recipientColumns = `id, email, name, timezone, locale, active, daily_at, weekly_on, weekly_at,
-	quiet_start, quiet_end, unsubscribed, created_at, updated_at`
+	weekly_days, every_hours, monthly_day, monthly_at, quiet_start, quiet_end, unsubscribed, created_at, updated_at`
 
 // TypePreference is a recipient's own choice for one type; nil parameters
 // follow the type.
@@ -121,7 +125,8 @@ func SavePreferences(ctx context.Context, q Querier, r *Recipient, prefs []TypeP
 	_, err := q.Exec(ctx, `
 		WITH rec AS (
 		    UPDATE recipients SET timezone = $2, daily_at = $3, weekly_on = $4, weekly_at = $5,
-		        quiet_start = $6, quiet_end = $7, unsubscribed = $8, updated_at = $9
+		        quiet_start = $6, quiet_end = $7, unsubscribed = $8, updated_at = $9,
+		        weekly_days = $15, every_hours = $16, monthly_day = $17, monthly_at = $18
 		    WHERE id = $1),
 		gone AS (DELETE FROM type_preferences WHERE recipient_id = $1 AND type_key <> ALL($10::text[]))
 		INSERT INTO type_preferences (recipient_id, type_key, mode, window_ms, max_wait_ms, lead, updated_at)
@@ -130,7 +135,7 @@ func SavePreferences(ctx context.Context, q Querier, r *Recipient, prefs []TypeP
 		ON CONFLICT (recipient_id, type_key) DO UPDATE SET mode = EXCLUDED.mode, window_ms = EXCLUDED.window_ms,
 		    max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead, updated_at = EXCLUDED.updated_at`,
 		r.ID, r.Timezone, r.DailyAt, r.WeeklyOn, r.WeeklyAt, r.QuietStart, r.QuietEnd, r.Unsubscribed, r.UpdatedAt,
-		keys, modes, windows, waits, leads)
+		keys, modes, windows, waits, leads, r.WeeklyDays, r.EveryHours, r.MonthlyDay, r.MonthlyAt)
 	if err != nil {
 		return fmt.Errorf("save preferences: %w", err)
 	}
@@ -214,7 +219,7 @@ func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn fun
 }
 
 const settingsColumns = `r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
-	r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
+	r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
 
 // scanSettings calls fn for each row of a query selecting settingsColumns.
 func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
@@ -228,7 +233,7 @@ func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
 		var p TypePreference
 		r := &s.Recipient
 		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
-			&r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
+			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
 			return err
 		}
 		if mode != nil {

@@ -13,24 +13,66 @@ import (
 type Type struct {
 	bun.BaseModel `bun:"table:notification_types" db:"-"`
 
-	Key          string    `bun:"key,pk" db:"key"`
-	Name         string    `bun:"name" db:"name"`
-	Description  string    `bun:"description" db:"description"`
-	Category     string    `bun:"category" db:"category"`
-	Required     bool      `bun:"required" db:"required"`
-	DefaultMode  string    `bun:"default_mode" db:"default_mode"`
-	WindowMS     int64     `bun:"window_ms" db:"window_ms"`
-	MaxWaitMS    int64     `bun:"max_wait_ms" db:"max_wait_ms"`
-	Lead         bool      `bun:"lead" db:"lead"`
-	MaxItems     int       `bun:"max_items" db:"max_items"`
-	DisplayLimit int       `bun:"display_limit" db:"display_limit"`
-	ItemOrder    string    `bun:"item_order" db:"item_order"`
-	ItemText     string    `bun:"item_text" db:"item_text"`
-	GroupText    string    `bun:"group_text" db:"group_text"`
-	BurstLimit   int       `bun:"burst_limit" db:"burst_limit"`
-	SkipRead     bool      `bun:"skip_read" db:"skip_read"`
-	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()" db:"created_at"`
-	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()" db:"updated_at"`
+	Key          string `bun:"key,pk" db:"key"`
+	Name         string `bun:"name" db:"name"`
+	Description  string `bun:"description" db:"description"`
+	Category     string `bun:"category" db:"category"`
+	Required     bool   `bun:"required" db:"required"`
+	DefaultMode  string `bun:"default_mode" db:"default_mode"`
+	WindowMS     int64  `bun:"window_ms" db:"window_ms"`
+	MaxWaitMS    int64  `bun:"max_wait_ms" db:"max_wait_ms"`
+	Lead         bool   `bun:"lead" db:"lead"`
+	MaxItems     int    `bun:"max_items" db:"max_items"`
+	DisplayLimit int    `bun:"display_limit" db:"display_limit"`
+	ItemOrder    string `bun:"item_order" db:"item_order"`
+	ItemText     string `bun:"item_text" db:"item_text"`
+	GroupText    string `bun:"group_text" db:"group_text"`
+	BurstLimit   int    `bun:"burst_limit" db:"burst_limit"`
+	SkipRead     bool   `bun:"skip_read" db:"skip_read"`
+	// Texts are the type's texts per locale (BCP 47 tag, canonical form).
+	Texts     map[string]TypeTexts `bun:"texts,type:jsonb" db:"texts"`
+	CreatedAt time.Time            `bun:"created_at,nullzero,default:now()" db:"created_at"`
+	UpdatedAt time.Time            `bun:"updated_at,nullzero,default:now()" db:"updated_at"`
+}
+
+// TypeTexts are a type's texts in one locale; an empty one falls back.
+type TypeTexts struct {
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	ItemText    string `json:"item_text,omitempty"`
+	GroupText   string `json:"group_text,omitempty"`
+}
+
+// TextsIn returns the type's texts for a locale chain (de-AT, de; see
+// i18n.Locale.TextChain): each text from the first locale that has it,
+// else the type's own.
+func (t *Type) TextsIn(chain []string) TypeTexts {
+	out := TypeTexts{Name: t.Name, Description: t.Description, ItemText: t.ItemText, GroupText: t.GroupText}
+	for i := len(chain) - 1; i >= 0; i-- {
+		l, ok := t.Texts[chain[i]]
+		if !ok {
+			continue
+		}
+		for _, f := range []struct {
+			dst *string
+			src string
+		}{
+			{&out.Name, l.Name}, {&out.Description, l.Description}, {&out.ItemText, l.ItemText}, {&out.GroupText, l.GroupText},
+		} {
+			if f.src != "" {
+				*f.dst = f.src
+			}
+		}
+	}
+	return out
+}
+
+// textsOrEmpty stores a type without locale texts as {}, never null.
+func textsOrEmpty(m map[string]TypeTexts) map[string]TypeTexts {
+	if m == nil {
+		return map[string]TypeTexts{}
+	}
+	return m
 }
 
 // Window and MaxWait are the type's durations.
@@ -54,7 +96,7 @@ func GetType(ctx context.Context, q Querier, key string) (*Type, error) {
 
 const typeColumns = `key, name, description, category, required, default_mode, window_ms,
 	max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read,
-	created_at, updated_at`
+	texts, created_at, updated_at`
 
 func collectTypes(rows pgx.Rows, err error) ([]*Type, error) {
 	if err != nil {
@@ -77,18 +119,18 @@ func SaveType(ctx context.Context, q Querier, t *Type) error {
 	t.UpdatedAt = time.Now()
 	err := q.QueryRow(ctx, `
 		INSERT INTO notification_types (key, name, description, category, required, default_mode, window_ms,
-		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at, texts)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (key) DO UPDATE SET
 		    name = EXCLUDED.name, description = EXCLUDED.description, category = EXCLUDED.category,
 		    required = EXCLUDED.required, default_mode = EXCLUDED.default_mode,
 		    window_ms = EXCLUDED.window_ms, max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead,
 		    max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order,
 		    item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit,
-		    skip_read = EXCLUDED.skip_read, updated_at = EXCLUDED.updated_at
+		    skip_read = EXCLUDED.skip_read, updated_at = EXCLUDED.updated_at, texts = EXCLUDED.texts
 		RETURNING created_at`,
 		t.Key, t.Name, t.Description, t.Category, t.Required, t.DefaultMode, t.WindowMS,
-		t.MaxWaitMS, t.Lead, t.MaxItems, t.DisplayLimit, t.ItemOrder, t.ItemText, t.GroupText, t.BurstLimit, t.SkipRead, t.UpdatedAt).
+		t.MaxWaitMS, t.Lead, t.MaxItems, t.DisplayLimit, t.ItemOrder, t.ItemText, t.GroupText, t.BurstLimit, t.SkipRead, t.UpdatedAt, textsOrEmpty(t.Texts)).
 		Scan(&t.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("save type %s: %w", t.Key, err)

@@ -43,6 +43,8 @@ type SMTPConfig struct {
 	// limit connections per client, and a few reused connections go
 	// faster than many new ones.
 	Concurrency int
+	// Envelope adds the return path, Feedback-ID and DKIM signature.
+	Envelope Envelope
 }
 
 // SMTP sends over a pool of reused connections. A connection is dialled,
@@ -57,6 +59,7 @@ type SMTP struct {
 	limiter     *limiter      // nil when unlimited
 	slots       chan struct{} // one per connection that may be open
 	idleTimeout time.Duration
+	envelope    Envelope
 
 	mu     sync.Mutex
 	idle   []*conn // most recently used last
@@ -90,7 +93,7 @@ func NewSMTP(cfg SMTPConfig, logger *slog.Logger) (*SMTP, error) {
 	}
 	s := &SMTP{
 		endpoint: e, client: client, logger: logger,
-		slots: make(chan struct{}, n), idleTimeout: idleTimeout,
+		slots: make(chan struct{}, n), idleTimeout: idleTimeout, envelope: cfg.Envelope,
 	}
 	if cfg.Rate > 0 {
 		s.limiter = newLimiter(cfg.Rate)
@@ -108,6 +111,9 @@ func NewSMTP(cfg SMTPConfig, logger *slog.Logger) (*SMTP, error) {
 func (s *SMTP) Send(ctx context.Context, m *mailtemplates.Message) error {
 	msg, err := Build(m)
 	if err != nil {
+		return &SendError{Err: err}
+	}
+	if err := s.envelope.stamp(msg, m); err != nil {
 		return &SendError{Err: err}
 	}
 	if s.limiter != nil {

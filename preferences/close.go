@@ -26,7 +26,8 @@ func CooldownCloses(opened, last time.Time, window, maxWait time.Duration) time.
 //   - Cooldown: CooldownCloses(opened, last, p.Window, p.MaxWait).
 //   - Daily: NextDaily(opened), the first digest after the batch opened,
 //     however many events join it later.
-//   - Weekly: NextWeekly(opened).
+//   - Weekly: NextWeekly(opened), the next of the recipient's weekly days.
+//   - Hourly: NextHourly(opened); Monthly: NextMonthly(opened).
 //
 // Quiet hours then apply (AfterQuiet): a batch due inside them closes when
 // they end. Never has no batch; CloseTime returns last unchanged for it,
@@ -42,6 +43,10 @@ func CloseTime(p Policy, s Schedule, opened, last time.Time) time.Time {
 		at = NextDaily(opened, s)
 	case Weekly:
 		at = NextWeekly(opened, s)
+	case Hourly:
+		at = NextHourly(opened, s)
+	case Monthly:
+		at = NextMonthly(opened, s)
 	default:
 		at = last
 	}
@@ -51,16 +56,18 @@ func CloseTime(p Policy, s Schedule, opened, last time.Time) time.Time {
 // The batch keys of the two digests: one open digest per recipient per
 // period holds every type in that mode.
 const (
-	dailyKey  = "digest:daily"
-	weeklyKey = "digest:weekly"
+	dailyKey   = "digest:daily"
+	weeklyKey  = "digest:weekly"
+	hourlyKey  = "digest:hourly"
+	monthlyKey = "digest:monthly"
 )
 
 // BatchKey names the batch a notification joins for its recipient. In
 // Immediate and Cooldown a batch holds one type, split further by the
 // event's optional batch key: "comment.created", or
 // "comment.created+document:7" so comments on two documents are two
-// emails. Daily and Weekly use "digest:daily" and "digest:weekly", one per
-// recipient, so a digest gathers every type. Never stores no batch; it
+// emails. The digests (Hourly, Daily, Weekly, Monthly) use "digest:daily"
+// and so on, one per recipient, so a digest gathers every type. Never stores no batch; it
 // gets the per-type key so a caller logging it still has a useful name.
 func BatchKey(m Mode, typeKey, eventKey string) string {
 	switch m {
@@ -68,6 +75,10 @@ func BatchKey(m Mode, typeKey, eventKey string) string {
 		return dailyKey
 	case Weekly:
 		return weeklyKey
+	case Hourly:
+		return hourlyKey
+	case Monthly:
+		return monthlyKey
 	}
 	if eventKey == "" {
 		return typeKey

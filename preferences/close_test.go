@@ -76,7 +76,7 @@ func TestCloseTime(t *testing.T) {
 		// Monday 23:00 is in the quiet hours; they end Tuesday 07:00.
 		{"WeeklyInQuietHours", Policy{Mode: Weekly}, early, local(11, 22, 10, 0), local(11, 22, 10, 0), "Tue 2026-11-24 07:00 CET"},
 		{"NeverIsLast", Policy{Mode: Never}, night, local(11, 22, 10, 0), local(11, 22, 23, 0), "Sun 2026-11-22 23:00 CET"},
-		{"UnknownModeIsImmediate", Policy{Mode: "hourly"}, night, local(11, 22, 10, 0), local(11, 22, 23, 0), "Mon 2026-11-23 07:00 CET"},
+		{"UnknownModeIsImmediate", Policy{Mode: "fortnightly"}, night, local(11, 22, 10, 0), local(11, 22, 23, 0), "Mon 2026-11-23 07:00 CET"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

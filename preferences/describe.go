@@ -35,13 +35,39 @@ func Describe(p Policy, s Schedule) string {
 		return fmt.Sprintf("One email a day at %s (%s)%s.", at, s.location(), whenQuietEnds(s.DailyAt, s.Quiet))
 	case Weekly:
 		at, nextDay := quietShift(s.WeeklyAt, s.Quiet)
-		day := weekday(s.WeeklyOn)
-		if nextDay {
-			day = weekday(day + 1)
+		var names []string
+		for _, d := range s.weeklyDays().Days() {
+			if nextDay {
+				d = weekday(d + 1)
+			}
+			names = append(names, capitalize(WeekdayName(d)))
 		}
-		return fmt.Sprintf("One email every %s at %s (%s)%s.", capitalize(WeekdayName(day)), at, s.location(), whenQuietEnds(s.WeeklyAt, s.Quiet))
+		return fmt.Sprintf("One email every %s at %s (%s)%s.", joinAnd(names), at, s.location(), whenQuietEnds(s.WeeklyAt, s.Quiet))
+	case Hourly:
+		var times []string
+		for _, t := range s.HourlyTimes() {
+			times = append(times, t.String())
+		}
+		every := plural(int64(len(times)), "email")
+		return fmt.Sprintf("Up to %s a day, every %s at %s (%s).", every, humanDuration(time.Duration(24/len(times))*time.Hour),
+			joinAnd(times), s.location()) + quietNote(s)
+	case Monthly:
+		at, _ := quietShift(s.MonthlyAt, s.Quiet)
+		day := fmt.Sprintf("on day %d", min(max(s.MonthlyDay, 1), 31))
+		if s.MonthlyDay >= 29 {
+			day += " (the last day in shorter months)"
+		}
+		return fmt.Sprintf("One email a month, %s at %s (%s)%s.", day, at, s.location(), whenQuietEnds(s.MonthlyAt, s.Quiet))
 	}
 	return ""
+}
+
+// joinAnd lists words the English way: "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // describeCooldown words CooldownCloses: with a cap no longer than the

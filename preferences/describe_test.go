@@ -39,7 +39,7 @@ func TestDescribe(t *testing.T) {
 		{"Weekly", Policy{Mode: Weekly}, utcWeekly, "One email every Monday at 08:00 (UTC)."},
 		{"WeeklyBerlin", Policy{Mode: Weekly}, s, "One email every Monday at 09:00 (Europe/Berlin)."},
 		{"WeeklyInsideQuietHoursMovesToNextDay", Policy{Mode: Weekly}, early, "One email every Tuesday at 07:00 (Europe/Berlin), when your quiet hours end."},
-		{"UnknownMode", Policy{Mode: "hourly"}, s, ""},
+		{"UnknownMode", Policy{Mode: "fortnightly"}, s, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

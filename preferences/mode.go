@@ -35,13 +35,20 @@ const (
 	Cooldown Mode = "cooldown"
 	// Daily folds the type into the recipient's one daily digest.
 	Daily Mode = "daily"
-	// Weekly folds the type into the recipient's one weekly digest.
+	// Weekly folds the type into the recipient's one weekly digest, sent
+	// on each of their weekly days.
 	Weekly Mode = "weekly"
+	// Hourly folds the type into a digest sent every few hours (1, 2, 4, 6
+	// or 12, the recipient's choice), on the hour grid through their daily
+	// time.
+	Hourly Mode = "hourly"
+	// Monthly folds the type into a digest sent on one day of the month.
+	Monthly Mode = "monthly"
 )
 
 // validModes is the order in which modes are named in error messages and
 // offered to people: from least to most email held back.
-var validModes = [...]Mode{Never, Immediate, Cooldown, Daily, Weekly}
+var validModes = [...]Mode{Never, Immediate, Cooldown, Hourly, Daily, Weekly, Monthly}
 
 // ParseMode accepts exactly one of the mode names. It is strict (no case
 // folding, no trimming) because callers validate with it and then store the
@@ -51,7 +58,14 @@ func ParseMode(s string) (Mode, error) {
 	if m := Mode(s); m.valid() {
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown mode %q: use never, immediate, cooldown, daily or weekly", s)
+	return "", fmt.Errorf("unknown mode %q: use never, immediate, cooldown, hourly, daily, weekly or monthly", s)
+}
+
+// Digest reports whether m gathers every type into one email per
+// recipient at set times (hourly, daily, weekly, monthly), as opposed to
+// a batch per type that closes on its own activity.
+func (m Mode) Digest() bool {
+	return m == Hourly || m == Daily || m == Weekly || m == Monthly
 }
 
 func (m Mode) valid() bool {

@@ -19,7 +19,7 @@ func TestParseMode(t *testing.T) {
 	}
 	// Callers store the string they validated, so anything but the exact
 	// spelling must be refused.
-	for name, s := range map[string]string{"Empty": "", "Unknown": "hourly", "Capitalised": "Daily", "Padded": " daily"} {
+	for name, s := range map[string]string{"Empty": "", "Unknown": "fortnightly", "Capitalised": "Daily", "Padded": " daily"} {
 		t.Run("Refuses"+name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseMode(s)
@@ -266,9 +266,9 @@ func TestEffective(t *testing.T) {
 		{"ZeroWindowFallsBackToType", daily, &Override{Mode: Cooldown, Window: dur(0)}, false, Policy{Mode: Cooldown, Window: 10 * time.Minute, MaxWait: time.Hour, Lead: true}},
 		{"NoWindowAnywhere", TypeDefaults{Mode: Immediate}, &Override{Mode: Cooldown}, false, Policy{Mode: Cooldown, Window: 5 * time.Minute}},
 		{"NegativeMaxWaitIsNoCap", daily, &Override{Mode: Cooldown, MaxWait: dur(-time.Minute)}, false, Policy{Mode: Cooldown, Window: 10 * time.Minute, Lead: true}},
-		{"UnknownOverrideModeIgnored", daily, &Override{Mode: "hourly"}, false, Policy{Mode: Daily, Window: 10 * time.Minute, MaxWait: time.Hour, Lead: true}},
+		{"UnknownOverrideModeIgnored", daily, &Override{Mode: "fortnightly"}, false, Policy{Mode: Daily, Window: 10 * time.Minute, MaxWait: time.Hour, Lead: true}},
 		{"EmptyTypeModeIsImmediate", TypeDefaults{}, nil, false, Policy{Mode: Immediate}},
-		{"UnknownTypeModeIsImmediate", TypeDefaults{Mode: "hourly"}, nil, false, Policy{Mode: Immediate}},
+		{"UnknownTypeModeIsImmediate", TypeDefaults{Mode: "fortnightly"}, nil, false, Policy{Mode: Immediate}},
 		{"OverrideNever", daily, &Override{Mode: Never}, false, Policy{Mode: Never, Window: 10 * time.Minute, MaxWait: time.Hour, Lead: true}},
 		{"Unsubscribed", daily, nil, true, Policy{Mode: Never, Window: 10 * time.Minute, MaxWait: time.Hour, Lead: true}},
 		{"UnsubscribedBeatsOverride", daily, &Override{Mode: Immediate}, true, Policy{Mode: Never, Window: 10 * time.Minute, MaxWait: time.Hour, Lead: true}},

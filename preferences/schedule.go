@@ -131,6 +131,17 @@ type Schedule struct {
 	// WeeklyOn and WeeklyAt are the local day and time of the weekly digest.
 	WeeklyOn time.Weekday
 	WeeklyAt TimeOfDay
+	// WeeklyDays, when not empty, are all the days of the weekly digest
+	// ("Monday and Thursday"), and WeeklyOn is ignored.
+	WeeklyDays WeekdaySet
+	// EveryHours is the hourly digest's period: 1, 2, 4, 6 or 12 hours,
+	// on the grid through DailyAt (every 4 hours from 08:00: 00:00, 04:00,
+	// 08:00, ...). Anything else is read as DefaultEveryHours.
+	EveryHours int
+	// MonthlyDay and MonthlyAt are the local day (1-31; a day the month
+	// lacks means its last day) and time of the monthly digest.
+	MonthlyDay int
+	MonthlyAt  TimeOfDay
 	// Quiet are the recipient's quiet hours, if any.
 	Quiet QuietHours
 }
@@ -221,20 +232,137 @@ func NextDaily(after time.Time, s Schedule) time.Time {
 	}
 }
 
-// NextWeekly is the first weekly digest strictly after after: the next
-// s.WeeklyOn at s.WeeklyAt in s.Location, by the same rules as NextDaily.
-// Days are counted on the local calendar, so the weekday is the
-// recipient's, not UTC's.
+// NextWeekly is the first weekly digest strictly after after: the next of
+// the weekly days (s.WeeklyDays, or s.WeeklyOn alone) at s.WeeklyAt in
+// s.Location, by the same rules as NextDaily. Days are counted on the
+// local calendar, so the weekday is the recipient's, not UTC's.
 func NextWeekly(after time.Time, s Schedule) time.Time {
 	loc := s.location()
 	local := after.In(loc)
 	y, m, d := local.Date()
-	days := int(weekday(s.WeeklyOn)-local.Weekday()+7) % 7
-	for ; ; days += 7 {
-		if at := localTime(loc, y, m, d+days, s.WeeklyAt); at.After(after) {
+	days := s.weeklyDays()
+	for i := 0; ; i++ {
+		if !days.Has(local.Weekday() + time.Weekday(i)) {
+			continue
+		}
+		if at := localTime(loc, y, m, d+i, s.WeeklyAt); at.After(after) {
 			return at
 		}
 	}
+}
+
+// weeklyDays is the set of weekly digest days, never empty.
+func (s Schedule) weeklyDays() WeekdaySet {
+	if s.WeeklyDays&allDays != 0 {
+		return s.WeeklyDays & allDays
+	}
+	return WeekdaySet(0).With(s.WeeklyOn)
+}
+
+// DefaultEveryHours is the hourly digest's period when none is chosen.
+const DefaultEveryHours = 4
+
+// EveryHoursChoices are the periods an hourly digest may have: those that
+// divide a day, so every day has the same local times.
+var EveryHoursChoices = [...]int{1, 2, 4, 6, 12}
+
+// ValidEveryHours reports whether n is one of EveryHoursChoices.
+func ValidEveryHours(n int) bool {
+	for _, c := range EveryHoursChoices {
+		if n == c {
+			return true
+		}
+	}
+	return false
+}
+
+// HourlyTimes are the local times of the hourly digest, earliest first:
+// s.DailyAt and every s.EveryHours hours from it around the clock.
+func (s Schedule) HourlyTimes() []TimeOfDay {
+	n := s.EveryHours
+	if !ValidEveryHours(n) {
+		n = DefaultEveryHours
+	}
+	first := s.DailyAt.minutes() % (n * 60)
+	times := make([]TimeOfDay, 0, 24/n)
+	for m := first; m < minutesPerDay; m += n * 60 {
+		times = append(times, TimeOfDay(m))
+	}
+	return times
+}
+
+// NextHourly is the first hourly digest strictly after after. Its times
+// are local wall-clock times (HourlyTimes), each resolved like a daily
+// digest's, so "every 4 hours from 08:00" stays at 00, 04, 08, ... local
+// across a daylight-saving switch: the spring-forward day skips no slot
+// (one lands an hour late, when the clock has jumped), and on the
+// fall-back day the repeated hour has no second digest.
+func NextHourly(after time.Time, s Schedule) time.Time {
+	loc := s.location()
+	y, m, d := after.In(loc).Date()
+	times := s.HourlyTimes()
+	for i := 0; ; i++ {
+		for _, tod := range times {
+			if at := localTime(loc, y, m, d+i, tod); at.After(after) {
+				return at
+			}
+		}
+	}
+}
+
+// NextMonthly is the first monthly digest strictly after after: day
+// s.MonthlyDay of the month at s.MonthlyAt in s.Location, or the month's
+// last day when it has fewer days (31 means "the last day", 30 is the
+// 28th or 29th in February), resolved like a daily digest's time.
+func NextMonthly(after time.Time, s Schedule) time.Time {
+	loc := s.location()
+	y, m, _ := after.In(loc).Date()
+	day := min(max(s.MonthlyDay, 1), 31)
+	for i := 0; ; i++ {
+		last := time.Date(y, m+time.Month(i)+1, 0, 12, 0, 0, 0, time.UTC).Day()
+		if at := localTime(loc, y, m+time.Month(i), min(day, last), s.MonthlyAt); at.After(after) {
+			return at
+		}
+	}
+}
+
+// WeekdaySet is a set of weekdays, bit d for time.Weekday d.
+type WeekdaySet uint8
+
+const allDays WeekdaySet = 1<<7 - 1
+
+// With is the set with d added.
+func (w WeekdaySet) With(d time.Weekday) WeekdaySet { return w | 1<<weekday(d) }
+
+// Has reports whether d, read modulo a week, is in the set.
+func (w WeekdaySet) Has(d time.Weekday) bool { return w&(1<<weekday(d)) != 0 }
+
+// Days are the set's days, Sunday first.
+func (w WeekdaySet) Days() []time.Weekday {
+	var days []time.Weekday
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		if w.Has(d) {
+			days = append(days, d)
+		}
+	}
+	return days
+}
+
+// ParseWeekdays reads a list of weekday names (see ParseWeekday) into a
+// set; a day named twice is one day, and an empty list is an error.
+func ParseWeekdays(names []string) (WeekdaySet, error) {
+	if len(names) == 0 {
+		return 0, fmt.Errorf("is empty: name at least one weekday, such as [\"monday\", \"thursday\"]")
+	}
+	var w WeekdaySet
+	for _, n := range names {
+		d, err := ParseWeekday(n)
+		if err != nil {
+			return 0, err
+		}
+		w = w.With(d)
+	}
+	return w, nil
 }
 
 // AfterQuiet is t when t falls outside the recipient's quiet hours, and the

@@ -187,7 +187,6 @@ func invalidUTF8At(b []byte) int {
 
 func jsonProblem(err error) error {
 	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	var invalid *batching.ValidationError
 	switch {
 	case errors.As(err, &invalid):
@@ -198,17 +197,28 @@ func jsonProblem(err error) error {
 		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", "the body is empty or cut short")
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "body"
+	}
+	if fe, ok := decodeFieldError(err); ok {
+		if fe.Field == "" {
+			fe.Field = "body"
 		}
-		return Invalid(FieldError{Field: field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)})
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return Invalid(FieldError{Field: name, Message: "is not a known field"})
+		return Invalid(fe)
 	}
 	return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", err.Error())
+}
+
+// decodeFieldError names the field of a decoding error that is about one
+// field: a value of the wrong JSON type, or a field that is not known.
+func decodeFieldError(err error) (FieldError, bool) {
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typ):
+		return FieldError{Field: typ.Field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)}, true
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return FieldError{Field: name, Message: "is not a known field"}, true
+	}
+	return FieldError{}, false
 }
 
 func jsonKind(k string) string {

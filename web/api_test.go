@@ -200,7 +200,7 @@ func TestAPIValidationNamesTheField(t *testing.T) {
 		{"WindowTooShort", "PUT", "/api/v1/types/t2", `{"window":"500ms"}`, 422, "window"},
 		{"WindowUnparseable", "PUT", "/api/v1/types/t2", `{"window":"soon"}`, 422, "window"},
 		{"MaxWaitBelowOneSecond", "PUT", "/api/v1/types/t2", `{"max_wait":"100ms"}`, 422, "max_wait"},
-		{"BadMode", "PUT", "/api/v1/types/t2", `{"default_mode":"hourly"}`, 422, "default_mode"},
+		{"BadMode", "PUT", "/api/v1/types/t2", `{"default_mode":"fortnightly"}`, 422, "default_mode"},
 		{"BadPlaceholder", "PUT", "/api/v1/types/t2", `{"item_text":"{{actor.nam}} did it"}`, 422, "item_text"},
 		{"PrefBadWindow", "PUT", "/api/v1/recipients/u_bob/preferences", `{"types":{"comment":{"mode":"cooldown","window":"0s"}}}`, 422, "types.comment.window"},
 		{"PrefUnknownType", "PUT", "/api/v1/recipients/u_bob/preferences", `{"types":{"nope":{"mode":"daily"}}}`, 422, "types.nope"},

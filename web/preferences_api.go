@@ -32,6 +32,14 @@ type DigestBody struct {
 	DailyAt  string `json:"daily_at"`
 	WeeklyOn string `json:"weekly_on"`
 	WeeklyAt string `json:"weekly_at"`
+	// WeeklyDays are all the weekly digest's days; WeeklyOn is the first
+	// of them, and setting WeeklyOn alone makes it the only one.
+	WeeklyDays []string `json:"weekly_days"`
+	// EveryHours is the hourly digest's period (1, 2, 4, 6 or 12), on the
+	// grid through DailyAt.
+	EveryHours int    `json:"every_hours"`
+	MonthlyDay int    `json:"monthly_day"`
+	MonthlyAt  string `json:"monthly_at"`
 }
 
 // QuietHoursBody is a local time range with no emails; it may wrap midnight.
@@ -84,9 +92,13 @@ func (m *typePatches) UnmarshalJSON(b []byte) error {
 
 // DigestPatch changes some of the digest times.
 type DigestPatch struct {
-	DailyAt  Optional[string] `json:"daily_at"`
-	WeeklyOn Optional[string] `json:"weekly_on"`
-	WeeklyAt Optional[string] `json:"weekly_at"`
+	DailyAt    Optional[string]   `json:"daily_at"`
+	WeeklyOn   Optional[string]   `json:"weekly_on"`
+	WeeklyAt   Optional[string]   `json:"weekly_at"`
+	WeeklyDays Optional[[]string] `json:"weekly_days"`
+	EveryHours Optional[int]      `json:"every_hours"`
+	MonthlyDay Optional[int]      `json:"monthly_day"`
+	MonthlyAt  Optional[string]   `json:"monthly_at"`
 }
 
 // QuietHoursPatch changes one end of the quiet hours or both.
@@ -117,6 +129,24 @@ func (p PreferencesPatch) mergeOnto(b PreferencesBody) (PreferencesBody, []Field
 	mergeValue(&errs, "digest.daily_at", d.DailyAt, &b.Digest.DailyAt)
 	mergeValue(&errs, "digest.weekly_on", d.WeeklyOn, &b.Digest.WeeklyOn)
 	mergeValue(&errs, "digest.weekly_at", d.WeeklyAt, &b.Digest.WeeklyAt)
+	mergeValue(&errs, "digest.weekly_days", d.WeeklyDays, &b.Digest.WeeklyDays)
+	if d.WeeklyOn.Set && !d.WeeklyDays.Set {
+		// weekly_on alone is the one-day form: it replaces the days.
+		b.Digest.WeeklyDays = nil
+	} else if d.WeeklyDays.Set && !d.WeeklyOn.Set {
+		b.Digest.WeeklyOn = ""
+	}
+	mergeValue(&errs, "digest.every_hours", d.EveryHours, &b.Digest.EveryHours)
+	mergeValue(&errs, "digest.monthly_day", d.MonthlyDay, &b.Digest.MonthlyDay)
+	mergeValue(&errs, "digest.monthly_at", d.MonthlyAt, &b.Digest.MonthlyAt)
+	// applyPreferences reads 0 as "not given" (the settings form has no
+	// such field); a client that sends 0 gets the range, not silence.
+	if d.EveryHours.Set && d.EveryHours.Value == 0 {
+		errs = append(errs, FieldError{"digest.every_hours", everyHoursRange})
+	}
+	if d.MonthlyDay.Set && d.MonthlyDay.Value == 0 {
+		errs = append(errs, FieldError{"digest.monthly_day", monthlyDayRange})
+	}
 	switch q := p.QuietHours; {
 	case q.Null:
 		b.QuietHours = nil
@@ -160,9 +190,13 @@ func preferencesBody(r *db.Recipient, prefs map[string]db.TypePreference) Prefer
 	b := PreferencesBody{
 		Timezone: r.Timezone,
 		Digest: DigestBody{
-			DailyAt:  preferences.TimeOfDay(r.DailyAt).String(),
-			WeeklyOn: preferences.WeekdayName(time.Weekday(r.WeeklyOn)),
-			WeeklyAt: preferences.TimeOfDay(r.WeeklyAt).String(),
+			DailyAt:    preferences.TimeOfDay(r.DailyAt).String(),
+			WeeklyOn:   preferences.WeekdayName(time.Weekday(r.WeeklyOn)),
+			WeeklyAt:   preferences.TimeOfDay(r.WeeklyAt).String(),
+			WeeklyDays: weekdayNames(weeklyDays(r)),
+			EveryHours: r.EveryHours,
+			MonthlyDay: r.MonthlyDay,
+			MonthlyAt:  preferences.TimeOfDay(r.MonthlyAt).String(),
 		},
 		Unsubscribed: r.Unsubscribed,
 		Types:        map[string]TypePref{},
@@ -181,6 +215,61 @@ func preferencesBody(r *db.Recipient, prefs map[string]db.TypePreference) Prefer
 		b.Types[k] = tp
 	}
 	return b
+}
+
+const (
+	everyHoursRange = "must be 1, 2, 4, 6 or 12 (hours that divide a day)"
+	monthlyDayRange = "must be a day of the month from 1 to 31; 31 means the last day of every month"
+)
+
+// applyWeeklyDays sets the weekly digest's days from weekly_days, or from
+// weekly_on alone; weekly_on, when both are given, must be one of the
+// days. The first day (Sunday first) is stored as weekly_on too, so a
+// reader that knows only weekly_on still sees a digest day.
+func applyWeeklyDays(r *db.Recipient, d DigestBody, add func(field, msg string)) {
+	var on *time.Weekday
+	if d.WeeklyOn != "" {
+		day, err := preferences.ParseWeekday(d.WeeklyOn)
+		if err != nil {
+			add("digest.weekly_on", err.Error())
+			return
+		}
+		on = &day
+	}
+	var days preferences.WeekdaySet
+	switch {
+	case d.WeeklyDays != nil:
+		var err error
+		if days, err = preferences.ParseWeekdays(d.WeeklyDays); err != nil {
+			add("digest.weekly_days", err.Error())
+			return
+		}
+		if on != nil && !days.Has(*on) {
+			add("digest.weekly_on", "is not one of weekly_days; leave it out to send on weekly_days")
+			return
+		}
+	case on != nil:
+		days = days.With(*on)
+	default:
+		return
+	}
+	r.WeeklyDays, r.WeeklyOn = int(days), int(days.Days()[0])
+}
+
+// weeklyDays is a recipient's set of weekly digest days.
+func weeklyDays(r *db.Recipient) preferences.WeekdaySet {
+	if r.WeeklyDays != 0 {
+		return preferences.WeekdaySet(r.WeeklyDays)
+	}
+	return preferences.WeekdaySet(0).With(time.Weekday(r.WeeklyOn))
+}
+
+func weekdayNames(w preferences.WeekdaySet) []string {
+	var names []string
+	for _, d := range w.Days() {
+		names = append(names, preferences.WeekdayName(d))
+	}
+	return names
 }
 
 // applyPreferences validates b and writes it onto r, returning the per-type
@@ -208,11 +297,20 @@ func applyPreferences(r *db.Recipient, b PreferencesBody, knownTypes map[string]
 	}
 	tod("digest.daily_at", b.Digest.DailyAt, &r.DailyAt)
 	tod("digest.weekly_at", b.Digest.WeeklyAt, &r.WeeklyAt)
-	if b.Digest.WeeklyOn != "" {
-		if d, err := preferences.ParseWeekday(b.Digest.WeeklyOn); err != nil {
-			add("digest.weekly_on", err.Error())
+	tod("digest.monthly_at", b.Digest.MonthlyAt, &r.MonthlyAt)
+	applyWeeklyDays(r, b.Digest, add)
+	if n := b.Digest.EveryHours; n != 0 {
+		if !preferences.ValidEveryHours(n) {
+			add("digest.every_hours", everyHoursRange)
 		} else {
-			r.WeeklyOn = int(d)
+			r.EveryHours = n
+		}
+	}
+	if n := b.Digest.MonthlyDay; n != 0 {
+		if n < 1 || n > 31 {
+			add("digest.monthly_day", monthlyDayRange)
+		} else {
+			r.MonthlyDay = n
 		}
 	}
 	r.QuietStart, r.QuietEnd = nil, nil

@@ -84,7 +84,18 @@ func TestPreferencesPutChangesOnlyWhatIsSent(t *testing.T) {
 		{"Timezone", `{"timezone":"Asia/Tokyo"}`, func(m map[string]any) { m["timezone"] = "Asia/Tokyo" }},
 		{"EmptyTimezoneKeeps", `{"timezone":""}`, func(map[string]any) {}},
 		{"DigestDailyAt", `{"digest":{"daily_at":"09:00"}}`, func(m map[string]any) { m["digest"].(map[string]any)["daily_at"] = "09:00" }},
-		{"DigestWeeklyOn", `{"digest":{"weekly_on":"sunday"}}`, func(m map[string]any) { m["digest"].(map[string]any)["weekly_on"] = "sunday" }},
+		// weekly_on alone is the one-day form: the days become that day.
+		{"DigestWeeklyOn", `{"digest":{"weekly_on":"sunday"}}`, func(m map[string]any) {
+			m["digest"].(map[string]any)["weekly_on"] = "sunday"
+			m["digest"].(map[string]any)["weekly_days"] = []any{"sunday"}
+		}},
+		{"DigestWeeklyDays", `{"digest":{"weekly_days":["sunday","wednesday"]}}`, func(m map[string]any) {
+			m["digest"].(map[string]any)["weekly_on"] = "sunday"
+			m["digest"].(map[string]any)["weekly_days"] = []any{"sunday", "wednesday"}
+		}},
+		{"DigestEveryHours", `{"digest":{"every_hours":12}}`, func(m map[string]any) { m["digest"].(map[string]any)["every_hours"] = 12.0 }},
+		{"DigestMonthlyDay", `{"digest":{"monthly_day":31}}`, func(m map[string]any) { m["digest"].(map[string]any)["monthly_day"] = 31.0 }},
+		{"DigestMonthlyAt", `{"digest":{"monthly_at":"06:45"}}`, func(m map[string]any) { m["digest"].(map[string]any)["monthly_at"] = "06:45" }},
 		{"DigestWeeklyAt", `{"digest":{"weekly_at":"18:30"}}`, func(m map[string]any) { m["digest"].(map[string]any)["weekly_at"] = "18:30" }},
 		{"DigestEmpty", `{"digest":{}}`, func(map[string]any) {}},
 		{"QuietHoursStart", `{"quiet_hours":{"start":"23:00"}}`, func(m map[string]any) { m["quiet_hours"].(map[string]any)["start"] = "23:00" }},
@@ -139,7 +150,7 @@ func TestPreferencesPutRefusals(t *testing.T) {
 		{"QuietStartBad", `{"quiet_hours":{"start":"7"}}`, "quiet_hours.start"},
 		{"QuietEndNull", `{"quiet_hours":{"end":null}}`, "quiet_hours.end"},
 		{"ModeNull", `{"types":{"comment":{"mode":null}}}`, "types.comment.mode"},
-		{"ModeBad", `{"types":{"comment":{"mode":"hourly"}}}`, "types.comment.mode"},
+		{"ModeBad", `{"types":{"comment":{"mode":"fortnightly"}}}`, "types.comment.mode"},
 		{"ModeMissingForANewChoice", `{"types":{"mention":{"window":"5m"}}}`, "types.mention.mode"},
 		{"WindowBad", `{"types":{"comment":{"window":"0s"}}}`, "types.comment.window"},
 		{"MaxWaitBad", `{"types":{"comment":{"max_wait":"-1s"}}}`, "types.comment.max_wait"},

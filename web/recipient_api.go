@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -80,6 +81,11 @@ func (b RecipientPatch) recipient(id string) (*db.Recipient, []string, []FieldEr
 	set("name", b.Name.Set)
 	mergeClearable(b.Locale, &rec.Locale)
 	set("locale", b.Locale.Set)
+	if canon, err := i18n.Parse(rec.Locale); err != nil {
+		errs = append(errs, FieldError{"locale", err.Error()})
+	} else {
+		rec.Locale = canon
+	}
 	mergeValue(&errs, "active", b.Active, &rec.Active)
 	set("active", b.Active.Set)
 	if b.Timezone.Value == "" {

@@ -70,6 +70,16 @@ func (s *Server) routes() *patternMux {
 	mux.HandleFunc("GET /api/docs", s.apiDocs)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errNotFound) })
 
+	// Email services report bounces and complaints here; each request is
+	// verified by its service's signature, not by an API key.
+	mux.HandleFunc("POST /webhooks/{service}", func(w http.ResponseWriter, r *http.Request) {
+		if s.Webhooks == nil {
+			s.problem(w, r, errNotFound)
+			return
+		}
+		s.Webhooks.ServeHTTP(w, r)
+	})
+
 	page := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.checkText(h)) }
 	page("GET /unsubscribe", s.unsubscribeConfirm)
 	page("POST /unsubscribe", s.unsubscribeOneClick)

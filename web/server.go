@@ -39,6 +39,9 @@ type Server struct {
 	Now func() time.Time
 	// Metrics counts requests; nil counts nothing.
 	Metrics RequestMetrics
+	// Webhooks serves POST /webhooks/{service} (bounce.Webhooks); nil
+	// answers 404.
+	Webhooks http.Handler
 
 	initOnce     sync.Once
 	sessions     *sessions.CookieStore

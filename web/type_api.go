@@ -1,14 +1,21 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/preferences/batching"
 )
 
 // TypeBody is a notification type as the API shows and accepts it.
@@ -31,6 +38,39 @@ type TypeBody struct {
 	// SkipRead (default true) drops notifications read in the app from
 	// the email that would carry them.
 	SkipRead *bool `json:"skip_read,omitempty"`
+	// Texts are the type's name, description and texts per locale, such as
+	// {"de": {"item_text": "..."}}; what a locale leaves out falls back.
+	Texts LocaleTexts `json:"texts,omitempty"`
+}
+
+// LocaleTexts decodes each locale's texts on its own, so an unknown or
+// mistyped field is named with its locale ("texts.de.nmae"), not alone.
+type LocaleTexts map[string]db.TypeTexts
+
+func (lt *LocaleTexts) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(LocaleTexts, len(raw))
+	v := &batching.ValidationError{}
+	for _, tag := range slices.Sorted(maps.Keys(raw)) {
+		r := raw[tag]
+		var tt db.TypeTexts
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&tt); err != nil {
+			fe, ok := decodeFieldError(err)
+			if !ok {
+				fe.Message = "must be an object of name, description, item_text and group_text"
+			}
+			v.Add(strings.TrimSuffix("texts."+clip(tag, 40)+"."+fe.Field, "."), fe.Message)
+			continue
+		}
+		out[tag] = tt
+	}
+	*lt = out
+	return v.Err()
 }
 
 // maxCount bounds max_items and burst_limit.
@@ -44,7 +84,7 @@ func typeBody(t *db.Type) TypeBody {
 		Key: t.Key, Name: t.Name, Description: t.Description, Category: t.Category, Required: t.Required,
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
-		ItemText: t.ItemText, GroupText: t.GroupText, BurstLimit: &bl, SkipRead: &t.SkipRead,
+		ItemText: t.ItemText, GroupText: t.GroupText, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
 	}
 }
 
@@ -85,14 +125,9 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	} else {
 		t.MaxWaitMS = d.Milliseconds()
 	}
-	for _, f := range []struct {
-		field, value string
-		max          int
-	}{{"name", b.Name, 200}, {"category", b.Category, 100}, {"description", b.Description, 1000}} {
-		if n := utf8.RuneCountInString(f.value); n > f.max {
-			add(f.field, fmt.Sprintf("is %d characters long; at most %d are allowed", n, f.max))
-		}
-	}
+	checkLength(add, "name", b.Name, 200)
+	checkLength(add, "category", b.Category, 100)
+	checkLength(add, "description", b.Description, 1000)
 	// Counts are stored as 32-bit integers; the bounds are far below that
 	// and far above any sensible setting.
 	if t.MaxItems < 0 || t.MaxItems > maxCount {
@@ -127,7 +162,66 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	} else if err := mailtemplates.ValidateGroupText(t.GroupText); err != nil {
 		add("group_text", err.Error())
 	}
+	t.Texts = localeTexts(b.Texts, add)
 	return t, errs
+}
+
+// maxLocales bounds a type's locale texts; real products speak a few
+// dozen languages at most.
+const maxLocales = 100
+
+// localeTexts checks a type's texts per locale as the type's own are
+// checked, keyed by canonical tag ("de-at" is stored as "de-AT"), and
+// drops locales that give no text at all.
+func localeTexts(in map[string]db.TypeTexts, add func(field, msg string)) map[string]db.TypeTexts {
+	if len(in) > maxLocales {
+		add("texts", fmt.Sprintf("has %d locales; at most %d are allowed", len(in), maxLocales))
+		return nil
+	}
+	out := make(map[string]db.TypeTexts, len(in))
+	for _, tag := range slices.Sorted(maps.Keys(in)) {
+		tt := in[tag]
+		field := "texts." + clip(tag, 40)
+		canon, err := i18n.Parse(tag)
+		switch {
+		case err != nil || canon == "":
+			add(field, "is not a BCP 47 language tag such as \"de\" or \"pt-BR\"")
+			continue
+		case out[canon] != (db.TypeTexts{}):
+			add(field, "is given twice ("+canon+")")
+			continue
+		case tt == (db.TypeTexts{}):
+			continue
+		}
+		checkLength(add, field+".name", tt.Name, 200)
+		checkLength(add, field+".description", tt.Description, 1000)
+		if tt.ItemText != "" {
+			if err := mailtemplates.ValidateItemText(tt.ItemText); err != nil {
+				add(field+".item_text", err.Error())
+			}
+		}
+		if tt.GroupText != "" {
+			if err := mailtemplates.ValidateGroupText(tt.GroupText); err != nil {
+				add(field+".group_text", err.Error())
+			}
+		}
+		out[canon] = tt
+	}
+	return out
+}
+
+func checkLength(add func(field, msg string), field, value string, max int) {
+	if n := utf8.RuneCountInString(value); n > max {
+		add(field, fmt.Sprintf("is %d characters long; at most %d are allowed", n, max))
+	}
+}
+
+// clip shortens a client's string for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {

@@ -47,6 +47,9 @@ type Config struct {
 	LogFormat   string
 	// MaxData is the largest data of one event, in bytes of compact JSON.
 	MaxData int
+	// Bounces configures the return path, the bounce receiver, webhooks,
+	// DKIM and the Feedback-ID (see bounce.go).
+	Bounces BounceConfig
 	// Brand is the host product's brand from the environment: the
 	// defaults the console's Brand page can override.
 	Brand mailtemplates.Brand
@@ -64,14 +67,15 @@ type configVar struct {
 
 // secretVars may instead be read from the file named by NAME_FILE, as
 // container platforms hand secrets over.
-var secretVars = []string{"DATABASE_URL", "LULL_SECRET", "LULL_API_KEY", "LULL_ADMIN_PASSWORD", "LULL_SMTP_URL"}
+var secretVars = []string{"DATABASE_URL", "LULL_SECRET", "LULL_API_KEY", "LULL_ADMIN_PASSWORD", "LULL_SMTP_URL",
+	"LULL_DKIM_KEY", "LULL_WEBHOOK_POSTMARK_TOKEN", "LULL_WEBHOOK_MAILGUN_KEY", "LULL_WEBHOOK_RESEND_SECRET"}
 
 func (c *Config) vars() []configVar {
 	str := func(p *string) func(string) error { return func(s string) error { *p = s; return nil } }
 	dur := func(p *time.Duration) func(string) error {
 		return func(s string) (err error) { *p, err = time.ParseDuration(s); return err }
 	}
-	return []configVar{
+	return append([]configVar{
 		{"DATABASE_URL", "", "PostgreSQL URL (14 or newer); empty: a local cluster started for you", str(&c.DatabaseURL)},
 		{"LULL_ADDR", ":8080", "listen address", str(&c.Addr)},
 		{"LULL_METRICS_ADDR", "", "listen address for Prometheus /metrics (keep it private, such as 127.0.0.1:9090); empty: no metrics", str(&c.MetricsAddr)},
@@ -109,7 +113,7 @@ func (c *Config) vars() []configVar {
 			return nil
 		}},
 		{"LULL_MAX_DATA", strconv.Itoa(batching.DefaultMaxData), "largest data of one event, in bytes of compact JSON; larger events are refused", func(s string) (err error) { c.MaxData, err = strconv.Atoi(s); return err }},
-	}
+	}, c.Bounces.vars()...)
 }
 
 // value is the variable's value from getenv, from the file NAME_FILE names
@@ -192,6 +196,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	}
 	if c.Retention < 24*time.Hour {
 		return nil, fmt.Errorf("LULL_RETENTION must be at least 24h (partitions are whole days)")
+	}
+	if err := c.Bounces.check(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/lull-dev/lull/bounce"
 	"github.com/lull-dev/lull/client"
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/localpg"
@@ -42,6 +43,10 @@ type app struct {
 	demoNote string
 	// metricsURL is where /metrics is served, if anywhere.
 	metricsURL string
+	// secret is LULL_SECRET or the one stored in the database.
+	secret []byte
+	// bounces records what the bounce receiver and webhooks hear.
+	bounces bounce.Sink
 }
 
 // metricsServer serves m at /metrics, with the same guards against slow
@@ -90,6 +95,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	go a.web.Feed.Run(ctx)
 	go (&jobs.Promoter{DB: a.db, Logger: a.logger}).Run(ctx)
+	if _, err := startBounceReceiver(ctx, &cfg.Bounces, a.secret, a.bounces, a.logger); err != nil {
+		return err
+	}
 	if demo {
 		a.demoNote = fmt.Sprintf("  demo:      password %q, API key %q; events arrive for five minutes\n", cfg.AdminPassword, cfg.APIKey)
 		go runDemo(ctx, a.logger, client.New(localURL(ln.Addr().String()), cfg.APIKey))
@@ -163,10 +171,20 @@ func (a *app) build(ctx context.Context) error {
 			return fmt.Errorf("LULL_ADMIN_PASSWORD: %w", err)
 		}
 	}
+	a.secret = []byte(secret)
+	a.bounces = logSink{a.logger}
+	envelope, err := cfg.Bounces.envelope(a.secret)
+	if err != nil {
+		return err
+	}
+	webhooks, err := bounce.NewWebhooks(cfg.Bounces.Webhooks, bounce.VERP{Domain: cfg.Bounces.Domain, Secret: a.secret}, a.bounces, a.logger)
+	if err != nil {
+		return err
+	}
 	if cfg.SMTPURL == "" {
 		a.sender = &mail.Outbox{DB: a.db}
 	} else {
-		s, err := mail.NewSMTP(mail.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate, Concurrency: cfg.SMTPConns}, a.logger)
+		s, err := mail.NewSMTP(mail.SMTPConfig{URL: cfg.SMTPURL, Rate: cfg.SMTPRate, Concurrency: cfg.SMTPConns, Envelope: envelope}, a.logger)
 		if err != nil {
 			return err
 		}
@@ -196,7 +214,8 @@ func (a *app) build(ctx context.Context) error {
 	a.river = client
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics, MaxData: cfg.MaxData}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
-		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Brands: brands, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics}
+		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Brands: brands, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics,
+		Webhooks: webhooks}
 	return nil
 }
 

@@ -48,6 +48,11 @@ func Schedule(r *db.Recipient) preferences.Schedule {
 		DailyAt:  preferences.TimeOfDay(r.DailyAt),
 		WeeklyOn: time.Weekday(r.WeeklyOn),
 		WeeklyAt: preferences.TimeOfDay(r.WeeklyAt),
+		// Out-of-range bits cannot be stored (a CHECK keeps 0..127).
+		WeeklyDays: preferences.WeekdaySet(r.WeeklyDays),
+		EveryHours: r.EveryHours,
+		MonthlyDay: r.MonthlyDay,
+		MonthlyAt:  preferences.TimeOfDay(r.MonthlyAt),
 	}
 	if r.QuietStart != nil && r.QuietEnd != nil {
 		s.Quiet = preferences.QuietHours{Start: preferences.TimeOfDay(*r.QuietStart), End: preferences.TimeOfDay(*r.QuietEnd), Enabled: true}

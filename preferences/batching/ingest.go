@@ -545,7 +545,7 @@ func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch
 		b := &joined[i]
 		rs := settings[b.RecipientID]
 		at := b.ClosesAt
-		if mode := preferences.Mode(b.Mode); mode != preferences.Daily && mode != preferences.Weekly {
+		if mode := preferences.Mode(b.Mode); !mode.Digest() {
 			// A digest keeps the close time it opened with, as every batch
 			// keeps its window: a digest time changed since applies to the
 			// next digest. Computed again from today's schedule, it could

@@ -1,6 +1,7 @@
 package simulate_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -97,6 +98,8 @@ func (b *engineBundle) world(t *testing.T) {
 		{Key: "fixed", DefaultMode: "cooldown", WindowMS: 15 * 60_000, MaxWaitMS: 15 * 60_000, BurstLimit: 5},
 		{Key: "share", DefaultMode: "daily", WindowMS: 5 * 60_000, BurstLimit: 5},
 		{Key: "news", DefaultMode: "weekly", WindowMS: 5 * 60_000, BurstLimit: 5},
+		{Key: "pulse", DefaultMode: "hourly", WindowMS: 5 * 60_000, BurstLimit: 5},
+		{Key: "recap", DefaultMode: "monthly", WindowMS: 5 * 60_000, BurstLimit: 5},
 		{Key: "alert", DefaultMode: "immediate", Required: true, WindowMS: 5 * 60_000},
 		{Key: "chatter", DefaultMode: "never", WindowMS: 5 * 60_000, BurstLimit: 5},
 	} {
@@ -122,16 +125,23 @@ func (b *engineBundle) world(t *testing.T) {
 		weekly          string
 		quiet           [2]string
 		prefs           []db.TypePreference
+		weeklyDays      int // Sunday = 1
+		everyHours      int
+		monthlyDay      int
+		monthly         string
 	}{
-		{id: "ana", zone: "Europe/Berlin", active: true, daily: "08:00", weeklyOn: 1, weekly: "08:00", quiet: [2]string{"22:00", "07:00"}},
+		{id: "ana", zone: "Europe/Berlin", active: true, daily: "08:00", weeklyOn: 1, weekly: "08:00", quiet: [2]string{"22:00", "07:00"},
+			weeklyDays: 1<<1 | 1<<4, everyHours: 2, monthlyDay: 31, monthly: "08:00"},
 		{id: "ben", zone: "America/New_York", active: true, daily: "07:30", weeklyOn: 0, weekly: "18:00", quiet: [2]string{"01:00", "03:00"},
-			prefs: []db.TypePreference{{TypeKey: "comment", Mode: "daily"}, {TypeKey: "chatter", Mode: "cooldown", WindowMS: ms(3 * time.Minute), MaxWaitMS: ms(0)}}},
+			prefs:      []db.TypePreference{{TypeKey: "comment", Mode: "daily"}, {TypeKey: "chatter", Mode: "cooldown", WindowMS: ms(3 * time.Minute), MaxWaitMS: ms(0)}},
+			everyHours: 1, monthlyDay: 1, monthly: "01:30"},
 		{id: "chi", zone: "Australia/Sydney", active: true, daily: "06:15", weeklyOn: 5, weekly: "17:00",
 			prefs: []db.TypePreference{{TypeKey: "ping", Mode: "cooldown", WindowMS: ms(2 * time.Minute), Lead: &yes}}},
 		{id: "dee", zone: "UTC", active: true, daily: "00:00", weeklyOn: 3, weekly: "23:59",
-			prefs: []db.TypePreference{{TypeKey: "task", Mode: "immediate"}, {TypeKey: "share", Mode: "weekly"}}},
+			prefs:      []db.TypePreference{{TypeKey: "task", Mode: "immediate"}, {TypeKey: "share", Mode: "weekly"}, {TypeKey: "pulse", Mode: "monthly"}},
+			weeklyDays: 1<<0 | 1<<3 | 1<<6, everyHours: 12, monthlyDay: 10, monthly: "23:59"},
 		{id: "ivy", zone: "Europe/Berlin", active: true, daily: "02:30", weeklyOn: 0, weekly: "02:30", quiet: [2]string{"02:00", "03:00"}},
-		{id: "jon", zone: "America/New_York", active: true, daily: "01:30", weeklyOn: 0, weekly: "01:30"},
+		{id: "jon", zone: "America/New_York", active: true, daily: "01:30", weeklyOn: 0, weekly: "01:30", everyHours: 4, monthlyDay: 8, monthly: "02:30"},
 		{id: "fay", zone: "Asia/Kolkata", active: true, unsub: true, daily: "08:00", weeklyOn: 1, weekly: "08:00"},
 		{id: "gus", zone: "UTC", active: false, daily: "08:00", weeklyOn: 1, weekly: "08:00"},
 		{id: "hal", zone: "Europe/London", active: true, email: "-", daily: "08:00", weeklyOn: 1, weekly: "08:00"},
@@ -145,6 +155,7 @@ func (b *engineBundle) world(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec.DailyAt, rec.WeeklyOn, rec.WeeklyAt, rec.Unsubscribed = *minutes(r.daily), r.weeklyOn, *minutes(r.weekly), r.unsub
+		rec.WeeklyDays, rec.EveryHours, rec.MonthlyDay, rec.MonthlyAt = r.weeklyDays, cmp.Or(r.everyHours, 4), cmp.Or(r.monthlyDay, 1), *minutes(cmp.Or(r.monthly, "08:00"))
 		if r.quiet[0] != "" {
 			rec.QuietStart, rec.QuietEnd = minutes(r.quiet[0]), minutes(r.quiet[1])
 		}
@@ -164,7 +175,7 @@ var agreementRecipients = []string{"ana", "ben", "chi", "dee", "ivy", "jon", "fa
 // the clocks change, with a mix of types, batch keys and fan-outs.
 func recordedStream(seed uint64, from time.Time, days int, switches []time.Time) []simulate.Event {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
-	types := []string{"ping", "ping", "comment", "comment", "task", "fixed", "share", "news", "alert", "chatter"}
+	types := []string{"ping", "ping", "comment", "comment", "task", "fixed", "share", "news", "alert", "chatter", "pulse", "recap"}
 	var starts []time.Time
 	for range days * 2 {
 		starts = append(starts, from.Add(time.Duration(rng.Int64N(int64(days)*int64(24*time.Hour)))))
@@ -250,7 +261,7 @@ func TestSimulatorAgreesWithEngine(t *testing.T) {
 					t.Fatalf("ingest at %v: %v", ev.At, err)
 				}
 			}
-			end := events[len(events)-1].At.Add(15 * 24 * time.Hour)
+			end := events[len(events)-1].At.Add(40 * 24 * time.Hour) // past the next monthly digest
 			b.clock.Set(end)
 			b.flushDue(t)
 			engine := engineBatches(t, b.db)
@@ -396,11 +407,16 @@ func diff(a, b []string) []string {
 // batches.
 func coverage(t *testing.T, engine []string) {
 	t.Helper()
-	type line struct{ recipient, key, mode string }
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	type line struct {
+		recipient, key, mode, closes string
+		closesDay                    time.Weekday
+	}
 	var lines []line
 	for _, l := range engine {
 		f := strings.Fields(l)
-		lines = append(lines, line{f[0], f[1], f[2]})
+		closes, _ := time.Parse(time.RFC3339, f[6])
+		lines = append(lines, line{f[0], f[1], f[2], f[6], closes.In(berlin).Weekday()})
 	}
 	has := func(pred func(line) bool) bool { return slices.ContainsFunc(lines, pred) }
 	checks := map[string]func(line) bool{
@@ -408,7 +424,12 @@ func coverage(t *testing.T, engine []string) {
 		"a cooldown batch":   func(l line) bool { return l.mode == "cooldown" },
 		"a daily digest":     func(l line) bool { return l.key == "digest:daily" && l.mode == "daily" },
 		"a weekly digest":    func(l line) bool { return l.key == "digest:weekly" && l.mode == "weekly" },
-		"the burst guard":    func(l line) bool { return l.key == "ping" && l.mode == "cooldown" && l.recipient != "chi" },
+		"an hourly digest":   func(l line) bool { return l.key == "digest:hourly" && l.mode == "hourly" },
+		"a monthly digest":   func(l line) bool { return l.key == "digest:monthly" && l.mode == "monthly" },
+		"a weekly digest on a second day": func(l line) bool {
+			return l.key == "digest:weekly" && l.recipient == "ana" && strings.Contains(l.closes, "T") && l.closesDay == time.Thursday
+		},
+		"the burst guard": func(l line) bool { return l.key == "ping" && l.mode == "cooldown" && l.recipient != "chi" },
 		"a leading item": func(l line) bool {
 			return strings.HasPrefix(l.key, "task") && l.mode == "immediate" && l.recipient != "dee"
 		},

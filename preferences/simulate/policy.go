@@ -51,6 +51,12 @@ type Everyone struct {
 	DailyAt  *preferences.TimeOfDay
 	WeeklyOn *time.Weekday
 	WeeklyAt *preferences.TimeOfDay
+	// WeeklyDays, EveryHours, MonthlyDay and MonthlyAt replace the other
+	// cadences' settings the same way.
+	WeeklyDays *preferences.WeekdaySet
+	EveryHours *int
+	MonthlyDay *int
+	MonthlyAt  *preferences.TimeOfDay
 }
 
 // MaxPolicies bounds how many proposals one simulation compares.
@@ -82,13 +88,17 @@ type TypeSpec struct {
 // EveryoneSpec is an Everyone as given, such as
 // {"mode": "daily", "daily_at": "08:00"}.
 type EveryoneSpec struct {
-	Mode     string `json:"mode"`
-	Window   string `json:"window,omitempty"`
-	MaxWait  string `json:"max_wait,omitempty"`
-	Lead     *bool  `json:"lead,omitempty"`
-	DailyAt  string `json:"daily_at,omitempty"`
-	WeeklyOn string `json:"weekly_on,omitempty"`
-	WeeklyAt string `json:"weekly_at,omitempty"`
+	Mode       string   `json:"mode"`
+	Window     string   `json:"window,omitempty"`
+	MaxWait    string   `json:"max_wait,omitempty"`
+	Lead       *bool    `json:"lead,omitempty"`
+	DailyAt    string   `json:"daily_at,omitempty"`
+	WeeklyOn   string   `json:"weekly_on,omitempty"`
+	WeeklyAt   string   `json:"weekly_at,omitempty"`
+	WeeklyDays []string `json:"weekly_days,omitempty"`
+	EveryHours int      `json:"every_hours,omitempty"`
+	MonthlyDay int      `json:"monthly_day,omitempty"`
+	MonthlyAt  string   `json:"monthly_at,omitempty"`
 }
 
 // Parse checks a spec and builds the policy. known reports whether a type
@@ -193,9 +203,41 @@ func (s PolicySpec) Parse(known func(string) bool) (Policy, []preferences.FieldE
 			}
 			ev.WeeklyAt = &t
 		}
+		parseCadences(e, ev, add)
 		p.Everyone = ev
 	}
 	return p, errs
+}
+
+// parseCadences reads the settings of the hourly, several-day weekly and
+// monthly digests, with the API's rules.
+func parseCadences(e *EveryoneSpec, ev *Everyone, add func(field, msg string)) {
+	if e.WeeklyDays != nil {
+		w, err := preferences.ParseWeekdays(e.WeeklyDays)
+		if err != nil {
+			add("everyone.weekly_days", err.Error())
+		}
+		ev.WeeklyDays = &w
+	}
+	if e.EveryHours != 0 {
+		if !preferences.ValidEveryHours(e.EveryHours) {
+			add("everyone.every_hours", "must be 1, 2, 4, 6 or 12 (hours that divide a day)")
+		}
+		ev.EveryHours = &e.EveryHours
+	}
+	if e.MonthlyDay != 0 {
+		if e.MonthlyDay < 1 || e.MonthlyDay > 31 {
+			add("everyone.monthly_day", "must be a day of the month from 1 to 31; 31 means the last day of every month")
+		}
+		ev.MonthlyDay = &e.MonthlyDay
+	}
+	if e.MonthlyAt != "" {
+		t, err := preferences.ParseTimeOfDay(e.MonthlyAt)
+		if err != nil {
+			add("everyone.monthly_at", err.Error())
+		}
+		ev.MonthlyAt = &t
+	}
 }
 
 // storedDuration rounds d down to the millisecond, the precision batches

@@ -179,7 +179,8 @@ type blockEvent struct {
 const blockSize = 2048
 
 // modeOrder indexes blockEvent.keys.
-var modeOrder = [...]preferences.Mode{preferences.Never, preferences.Immediate, preferences.Cooldown, preferences.Daily, preferences.Weekly}
+var modeOrder = [...]preferences.Mode{preferences.Never, preferences.Immediate, preferences.Cooldown, preferences.Daily, preferences.Weekly,
+	preferences.Hourly, preferences.Monthly}
 
 func modeIndex(m preferences.Mode) int {
 	for i, o := range modeOrder {
@@ -675,13 +676,25 @@ func (rn *run) schedule(rc *Recipient) preferences.Schedule {
 			s.DailyAt = *e.DailyAt
 		}
 		if e.WeeklyOn != nil {
-			s.WeeklyOn = *e.WeeklyOn
+			s.WeeklyOn, s.WeeklyDays = *e.WeeklyOn, 0
+		}
+		if e.WeeklyDays != nil {
+			s.WeeklyDays = *e.WeeklyDays
 		}
 		if e.WeeklyAt != nil {
 			s.WeeklyAt = *e.WeeklyAt
 		}
+		setIf(&s.EveryHours, e.EveryHours)
+		setIf(&s.MonthlyDay, e.MonthlyDay)
+		setIf(&s.MonthlyAt, e.MonthlyAt)
 	}
 	return s
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // recentImmediate counts the recipient's immediate batches of the type

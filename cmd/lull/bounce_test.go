@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/lull-dev/lull/bounce"
+	"github.com/lull-dev/lull/mail"
+	"github.com/lull-dev/lull/mail/smtptest"
+	"github.com/lull-dev/lull/mailtemplates"
+)
+
+func TestBounceConfigRefusesHalfSettings(t *testing.T) {
+	t.Parallel()
+	for name, env := range map[string]map[string]string{
+		"ReceiverWithoutDomain": {"LULL_BOUNCE_ADDR": ":2525"},
+		"SelectorWithoutKey":    {"LULL_DKIM_SELECTOR": "s1", "LULL_DKIM_DOMAIN": "example.com"},
+		"ConfirmNotABool":       {"LULL_WEBHOOK_SES_CONFIRM": "yes"},
+		"FeedbackIDWithColon":   {"LULL_FEEDBACK_ID": "acme:prod"},
+		"FeedbackIDTooShort":    {"LULL_FEEDBACK_ID": "acme"},
+	} {
+		if _, err := loadConfig(nil, func(k string) string { return env[k] }, io.Discard); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c, err := loadConfig(nil, func(k string) string {
+		return map[string]string{"LULL_WEBHOOK_SES_TOPIC_ARN": "arn:a, arn:b ,", "LULL_BOUNCE_DOMAIN": "bounces.example.com"}[k]
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Bounces.Webhooks.SESTopics; len(got) != 2 || got[1] != "arn:b" {
+		t.Errorf("SES topics %q", got)
+	}
+}
+
+type sinkFunc func(bounce.Report)
+
+func (f sinkFunc) Record(_ context.Context, r bounce.Report) error { f(r); return nil }
+
+// TestBounceWiring: batch 42's email goes out over SMTP with a return
+// path the receiver started from the same settings accepts, and a hard
+// bounce sent to that return path in a real SMTP conversation reaches the
+// sink naming batch 42.
+func TestBounceWiring(t *testing.T) {
+	t.Parallel()
+	cfg := &BounceConfig{Domain: "bounces.example.com", Addr: "127.0.0.1:0"}
+	secret := []byte(strings.Repeat("k", 32))
+	env, err := cfg.envelope(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []bounce.Report
+	sink := sinkFunc(func(r bounce.Report) { mu.Lock(); got = append(got, r); mu.Unlock() })
+	addr, err := startBounceReceiver(t.Context(), cfg, secret, sink, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := smtptest.Start(t)
+	sender, err := mail.NewSMTP(mail.SMTPConfig{URL: relay.URL(), Envelope: env}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	if err := sender.Send(t.Context(), &mailtemplates.Message{From: "lull@example.com", To: "gone@example.org", Subject: "3 new comments",
+		MessageID: "batch-42@example.com", Text: "hi", HTML: "<p>hi</p>", BatchID: 42}); err != nil {
+		t.Fatal(err)
+	}
+	rp := relay.WaitFor(t, 1, 5*time.Second)[0].From
+	dsn := strings.ReplaceAll(`From: MAILER-DAEMON@mx.example.org
+To: `+rp+`
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=delivery-status; boundary=b
+
+--b
+Content-Type: text/plain
+
+Gone.
+--b
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mx.example.org
+
+Final-Recipient: rfc822; gone@example.org
+Action: failed
+Status: 5.1.1
+
+--b--
+`, "\n", "\r\n")
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SendMail("", []string{rp}, strings.NewReader(dsn)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].BatchID != 42 || got[0].Kind != bounce.Hard || got[0].Address != "gone@example.org" {
+		t.Fatalf("got %+v", got)
+	}
+}

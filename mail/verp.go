@@ -1,0 +1,55 @@
+package mail
+
+import (
+	"fmt"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/lull-dev/lull/mailtemplates"
+)
+
+// Envelope is what the SMTP sender adds to every email on its way out,
+// beyond what Build writes: the return path, the Feedback-ID and the DKIM
+// signature. The zero Envelope adds nothing.
+type Envelope struct {
+	// ReturnPath gives the envelope sender (SMTP MAIL FROM, which the
+	// receiving server records as Return-Path) for a batch's email, so a
+	// bounce names the batch (bounce.VERP.Address). Nil, or an email
+	// without a batch, keeps the From address.
+	ReturnPath func(batchID int64) string
+	// FeedbackID is the Feedback-ID header, for Gmail's feedback loop
+	// (see docs/deliverability.md); empty sends none.
+	FeedbackID string
+	// DKIM signs every email when set.
+	DKIM *DKIM
+}
+
+// stamp adds the envelope to msg. Signing comes last, so the signature
+// covers the Feedback-ID.
+func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
+	if e.ReturnPath != nil && m.BatchID != 0 {
+		if err := msg.EnvelopeFrom(e.ReturnPath(m.BatchID)); err != nil {
+			return fmt.Errorf("%w: return path: %v", ErrBadMessage, err)
+		}
+	}
+	if e.FeedbackID != "" {
+		msg.SetGenHeader("Feedback-ID", e.FeedbackID)
+	}
+	if e.DKIM != nil {
+		return e.DKIM.sign(msg)
+	}
+	return nil
+}
+
+// FeedbackID is the Feedback-ID lull sends: "lull:<senderID>". Google
+// reads up to four colon-separated fields, the last naming the sender
+// and the others grouping mail into streams whose complaint rates Postmaster
+// Tools shows apart; each must stay the same across many emails, so no
+// batch or recipient goes in. "lull" marks the notification stream
+// apart from whatever else the sender ID mails.
+func FeedbackID(senderID string) string {
+	if senderID == "" {
+		return ""
+	}
+	return "lull:" + oneLine(senderID)
+}
