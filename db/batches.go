@@ -628,6 +628,8 @@ type FlushContent struct {
 	// Settings holds the recipient's settings for each item type; it is
 	// empty when the recipient is gone.
 	Settings map[string]RecipientSettings
+	// ThreadMuted says the recipient unsubscribed from the batch's key.
+	ThreadMuted bool
 }
 
 // The reads of a flush, each about the batches in $1. Types and
@@ -711,6 +713,7 @@ func lockForFlush(ctx context.Context, tx BatchSender, ids []int64, lockQuery st
 	q.Queue(flushItemsQuery, ids)
 	q.Queue(flushTypesQuery, ids)
 	q.Queue(flushPrefsQuery, ids)
+	q.Queue(mutedBatchesQuery, ids)
 	res := tx.SendBatch(ctx, &q)
 	defer res.Close()
 
@@ -744,6 +747,9 @@ func lockForFlush(ctx context.Context, tx BatchSender, ids []int64, lockQuery st
 	}
 	if err := readFlushSettings(res, out); err != nil {
 		return nil, fmt.Errorf("batch recipients: %w", err)
+	}
+	if err := readMutedBatches(res, out); err != nil {
+		return nil, fmt.Errorf("muted threads: %w", err)
 	}
 	return out, res.Close()
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Undo is what an unsubscribe changed, enough to put it back.
@@ -13,6 +15,8 @@ type Undo struct {
 	// All says the recipient unsubscribed from everything; Was is whether
 	// they already had.
 	All, Was bool
+	// Thread is the batch key the recipient unsubscribed from.
+	Thread string
 	// Modes maps each type turned to "never" to its mode before: "" when
 	// it had none of its own and followed the type's default, and
 	// typeDefault when it was "never" already. An email showed the type,
@@ -20,6 +24,31 @@ type Undo struct {
 	// off by the same link a moment ago (a mail client's one-click, a
 	// reload), and undo turns it back on rather than leave it off.
 	Modes map[string]string
+}
+
+// SkipMutedThread is why a batch of a thread the recipient unsubscribed
+// from is not sent.
+const SkipMutedThread = "muted thread"
+
+// mutedBatchesQuery finds which of the batches in $1 have a key their
+// recipient unsubscribed from; a flush reads it with the rest.
+const mutedBatchesQuery = `SELECT b.id FROM batches b
+	JOIN muted_threads m ON m.recipient_id = b.recipient_id AND m.batch_key = b.batch_key
+	WHERE b.id = ANY($1)`
+
+// readMutedBatches marks the batches mutedBatchesQuery found.
+func readMutedBatches(res pgx.BatchResults, out map[int64]*FlushContent) error {
+	rows, err := res.Query()
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	for _, id := range ids {
+		if c := out[id]; c != nil {
+			c.ThreadMuted = true
+		}
+	}
+	return err
 }
 
 // typeDefault in Undo.Modes sets a type back to its default mode.
@@ -92,11 +121,36 @@ func Unsubscribe(ctx context.Context, q Querier, recipientID string, types []str
 	return u, nil
 }
 
+// MuteThread unsubscribes a recipient from one thread: the batch key of
+// an email whose type unsubscribes by thread. Batches with that key are
+// then canceled at their flush (SkipMutedThread).
+func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*Unsubscribed, error) {
+	rec, err := LockRecipient(ctx, q, recipientID)
+	if err != nil {
+		return nil, err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO muted_threads (recipient_id, batch_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+		recipientID, batchKey)
+	if err != nil {
+		return nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
+	}
+	return &Unsubscribed{Recipient: rec, Undo: Undo{Thread: batchKey}}, nil
+}
+
 // UndoUnsubscribe puts back what an unsubscribe changed. A type the
 // recipient has set to something else since is left as they set it.
 func UndoUnsubscribe(ctx context.Context, q Querier, recipientID string, u Undo) error {
 	if _, err := LockRecipient(ctx, q, recipientID); err != nil {
 		return err
+	}
+	if u.Thread != "" {
+		// A thread muted by an earlier click is turned back on all the
+		// same: the recipient asks for it now.
+		_, err := q.Exec(ctx, `DELETE FROM muted_threads WHERE recipient_id = $1 AND batch_key = $2`, recipientID, u.Thread)
+		if err != nil {
+			return fmt.Errorf("undo unsubscribe %s: %w", recipientID, err)
+		}
+		return nil
 	}
 	if u.All {
 		_, err := q.Exec(ctx, `UPDATE recipients SET unsubscribed = $2, updated_at = now() WHERE id = $1`, recipientID, u.Was)
@@ -128,6 +182,9 @@ func UndoUnsubscribe(ctx context.Context, q Querier, recipientID string, u Undo)
 // Encode writes u for a signed undo link.
 func (u Undo) Encode() string {
 	v := url.Values{}
+	if u.Thread != "" {
+		v.Set("thread", u.Thread)
+	}
 	if u.All {
 		v.Set("all", "1")
 		if u.Was {
@@ -151,7 +208,7 @@ func DecodeUndo(s string) (Undo, error) {
 	if err != nil {
 		return Undo{}, err
 	}
-	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Modes: map[string]string{}}
+	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Thread: v.Get("thread"), Modes: map[string]string{}}
 	for _, t := range v["t"] {
 		k, m, _ := strings.Cut(t, "=")
 		u.Modes[k] = m

@@ -86,14 +86,34 @@ func (l Links) WithinSettingsTTL(token string, now time.Time) bool {
 	return now.Before(made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour)))
 }
 
+// UnsubscribeThreadURL returns the one-click unsubscribe link that stops
+// one thread: the batch key of an email whose type unsubscribes by
+// thread, such as the comments on one document.
+func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time) string {
+	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
+	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, threadMark+batchKey, exp))
+}
+
+// threadMark starts the data of a thread's link; type keys cannot hold it.
+const threadMark = "="
+
 // UnsubscribeTypes splits the data of an unsubscribe token (see
 // VerifyData) into its type keys; none means everything, as links made
-// before types were named meant.
+// before types were named meant. A thread's link has no types.
 func UnsubscribeTypes(data string) []string {
-	if data == "" {
+	if data == "" || strings.HasPrefix(data, threadMark) {
 		return nil
 	}
 	return strings.Split(data, ",")
+}
+
+// UnsubscribeThread returns the batch key a thread's link stops, or "".
+func UnsubscribeThread(data string) string {
+	key, _ := strings.CutPrefix(data, threadMark)
+	if key == data {
+		return ""
+	}
+	return key
 }
 
 func (l Links) url(path, token string) string {

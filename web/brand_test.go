@@ -354,3 +354,74 @@ func TestUnsubscribeFromOnlyRequiredTypes(t *testing.T) {
 		t.Errorf("%d preferences written", n)
 	}
 }
+
+// TestUnsubscribeFromAThread: a type that unsubscribes by thread gives
+// its emails a link that stops only their thread (the batch key), as
+// GitHub's do; later batches of that thread are canceled with the
+// reason "muted thread", other threads still arrive, and undo brings the
+// thread back.
+func TestUnsubscribeFromAThread(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate","unsubscribe":"thread"}`, 200)
+	if got := a.mustCall(t, "GET", "/api/v1/types/comment", "", 200)["unsubscribe"]; got != "thread" {
+		t.Fatalf("type answers unsubscribe %v", got)
+	}
+	if _, p := a.call(t, "PUT", "/api/v1/types/comment", `{"unsubscribe":"everything"}`); fieldOf(p) != "unsubscribe" {
+		t.Errorf("a bad unsubscribe choice: %v", p)
+	}
+	send := func(thread string) (int64, string) {
+		t.Helper()
+		id := a.postEvent(t, "comment", "Alice", thread)
+		a.workFlush(t, id)
+		var state, reason string
+		if err := a.db.Pool.QueryRow(context.Background(), `SELECT state, reason FROM batches WHERE id = $1`, id).Scan(&state, &reason); err != nil {
+			t.Fatal(err)
+		}
+		return id, state + " " + reason
+	}
+	id, got := send("doc:7")
+	if got != "sent " {
+		t.Fatalf("first email: %s", got)
+	}
+	sent, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 1)
+	if err != nil || len(sent) != 1 {
+		t.Fatal(sent, err)
+	}
+	email, _ := goquery.NewDocumentFromReader(strings.NewReader(sent[0].HTML))
+	link, _ := email.Find(`[data-testid=unsubscribe-link]`).Attr("href")
+	if sent[0].Headers["List-Unsubscribe"] != "<"+link+">" {
+		t.Errorf("header %q and footer %q differ", sent[0].Headers["List-Unsubscribe"], link)
+	}
+	link = strings.Replace(link, "http://lull.test", a.srv.URL, 1)
+
+	bob := browserClient(t)
+	_, doc := getDoc(t, bob, link)
+	if h1 := doc.Find("h1").Text(); h1 != "Stop emails about this thread?" {
+		t.Errorf("the link asks %q", h1)
+	}
+	resp, err := http.Post(link, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("one-click: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if _, got := send("doc:7"); got != "canceled muted thread" {
+		t.Errorf("the muted thread's next email: %s", got)
+	}
+	if _, got := send("doc:8"); got != "sent " {
+		t.Errorf("another thread: %s", got)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM type_preferences WHERE recipient_id = 'u_bob'"); n != 0 {
+		t.Errorf("the type was turned off too (%d preferences)", n)
+	}
+
+	_, doc = postDoc(t, bob, link, nil, "")
+	if text := doc.Find(`[data-testid=done]`).Text(); !strings.Contains(text, "bob@example.com will no longer get emails about this thread. Other Comments still arrive.") {
+		t.Errorf("done page: %q", text)
+	}
+	undo, _ := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	postDoc(t, bob, a.srv.URL+undo, nil, "")
+	if _, got := send("doc:7"); got != "sent " {
+		t.Errorf("after undo: %s", got)
+	}
+}

@@ -43,13 +43,17 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 		s.badLink(w, r, err, unsubscribeNext)
 		return
 	}
-	types := mailtemplates.UnsubscribeTypes(data)
+	types, thread := mailtemplates.UnsubscribeTypes(data), mailtemplates.UnsubscribeThread(data)
 	if r.PostFormValue("scope") == "all" {
-		types = nil
+		types, thread = nil, ""
 	}
 	var u *db.Unsubscribed
 	err = s.DB.InTx(r.Context(), func(tx pgx.Tx) (err error) {
-		u, err = db.Unsubscribe(r.Context(), tx, id, types)
+		if thread != "" {
+			u, err = db.MuteThread(r.Context(), tx, id, thread)
+		} else {
+			u, err = db.Unsubscribe(r.Context(), tx, id, types)
+		}
 		return err
 	})
 	switch {
@@ -95,6 +99,9 @@ func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r 
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Modes)) {
 		v.Types = append(v.Types, names(k))
+	}
+	if u.Thread != "" {
+		v.Thread, v.Types = true, []string{names(threadType(u.Thread))}
 	}
 	for _, k := range u.Required {
 		v.Required = append(v.Required, names(k))
@@ -159,7 +166,16 @@ func (s *Server) unsubscribeConfirm(w http.ResponseWriter, r *http.Request) {
 	for _, k := range mailtemplates.UnsubscribeTypes(data) {
 		v.Types = append(v.Types, names(k))
 	}
+	if thread := mailtemplates.UnsubscribeThread(data); thread != "" {
+		v.Thread, v.Types = true, []string{names(threadType(thread))}
+	}
 	s.render(w, r, http.StatusOK, views.Unsubscribe(v))
+}
+
+// threadType is the type of a thread's batch key ("comment+doc:7").
+func threadType(batchKey string) string {
+	key, _, _ := strings.Cut(batchKey, "+")
+	return key
 }
 
 // typeNames returns a function naming a type as the settings page does.

@@ -42,6 +42,30 @@ func typeKeys(groups []mailtemplates.Group) []string {
 	return keys
 }
 
+// required reports whether the batch's type ignores unsubscribing.
+func required(fc *db.FlushContent) bool {
+	if fc.Batch.TypeKey == nil {
+		return false
+	}
+	t := fc.Types[*fc.Batch.TypeKey]
+	return t != nil && t.Required
+}
+
+// threadKey is the batch key an email's unsubscribe link stops instead of
+// its type: set when the batch holds one type that unsubscribes by
+// thread, and the events named a thread (a batch_key of their own).
+func threadKey(fc *db.FlushContent) string {
+	b := fc.Batch
+	if b.TypeKey == nil {
+		return ""
+	}
+	t := fc.Types[*b.TypeKey]
+	if t == nil || t.Required || t.Unsubscribe != "thread" || !strings.HasPrefix(b.BatchKey, *b.TypeKey+"+") {
+		return ""
+	}
+	return b.BatchKey
+}
+
 // messageID is derived from the batch alone, so a resend after a crash
 // carries the same Message-ID and mail systems can tell it is one email.
 func messageID(batchID int64, from string) string {
@@ -71,12 +95,18 @@ type Composed struct {
 // writes nothing, so the flush and the console's preview call it alike
 // and cannot disagree about what a batch sends.
 func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) {
+	if fc.ThreadMuted && !required(fc) {
+		return Composed{Skip: db.SkipMutedThread}, nil
+	}
 	items, rec, c, err := wanted(fc)
 	if err != nil || c.Skip != "" {
 		return c, err
 	}
 	in := input(fc.Batch, rec, items, fc.Types)
 	e.Address(&in, now)
+	if key := threadKey(fc); key != "" {
+		in.UnsubscribeURL = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
+	}
 	if c.Message, err = mailtemplates.Render(in); err != nil {
 		return Composed{}, err
 	}
