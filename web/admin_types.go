@@ -52,6 +52,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	}
 	if old, err := db.GetType(r.Context(), s.DB.Pool, key); err == nil {
 		t.BurstLimit, t.SkipRead = old.BurstLimit, old.SkipRead
+		t.Unsubscribe = old.Unsubscribe // set through the API
 	}
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)

@@ -425,3 +425,16 @@ func TestUnsubscribeFromAThread(t *testing.T) {
 		t.Errorf("after undo: %s", got)
 	}
 }
+
+// TestConsoleTypeEditKeepsUnsubscribe: the console's type form has no
+// unsubscribe field, so saving it must keep the API's choice.
+func TestConsoleTypeEditKeepsUnsubscribe(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","unsubscribe":"thread"}`, 200)
+	postForm(t, operatorClient(t, a), a.srv.URL+"/admin/types/comment/edit", url.Values{"name": {"Comments"}, "default_mode": {"immediate"},
+		"window": {"5m"}, "max_wait": {"1h"}, "max_items": {"0"}, "display_limit": {"10"}, "item_order": {"latest"}, "do": {"save"}})
+	if got := a.mustCall(t, "GET", "/api/v1/types/comment", "", 200)["unsubscribe"]; got != "thread" {
+		t.Errorf("after a console save: unsubscribe %v", got)
+	}
+}
