@@ -72,6 +72,9 @@ type Input struct {
 	Date time.Time
 	// SettingsURL and UnsubscribeURL are the signed links of the footer.
 	SettingsURL, UnsubscribeURL string
+	// UnsubscribeThread says the unsubscribe link stops only this
+	// email's thread, and the footer says so.
+	UnsubscribeThread bool
 	// Brand is the host product the email speaks for; its fields are
 	// promoted, so in.ProductName is the brand's name.
 	Brand

@@ -75,6 +75,8 @@ type view struct {
 	// Product is the brand's name, empty for a neutral email; ProductURL,
 	// Logo and Accent are the rest of the brand, safe to use as they are.
 	Product, ProductURL, Logo, Accent string
+	// UnsubscribeLabel names what the unsubscribe link stops.
+	UnsubscribeLabel string
 }
 
 type groupView struct {
@@ -140,6 +142,10 @@ func Render(in Input) (*Message, error) {
 		Email:          oneLine(in.Recipient.Email),
 		SettingsURL:    in.SettingsURL,
 		UnsubscribeURL: in.UnsubscribeURL,
+	}
+	v.UnsubscribeLabel = "Unsubscribe"
+	if in.UnsubscribeThread {
+		v.UnsubscribeLabel = "Unsubscribe from this thread"
 	}
 	if _, ok := luminance(v.Accent); !ok {
 		v.Accent = DefaultColor // html/template would refuse it anyway

@@ -390,6 +390,10 @@ func TestUnsubscribeFromAThread(t *testing.T) {
 	}
 	email, _ := goquery.NewDocumentFromReader(strings.NewReader(sent[0].HTML))
 	link, _ := email.Find(`[data-testid=unsubscribe-link]`).Attr("href")
+	if label := email.Find(`[data-testid=unsubscribe-link]`).Text(); label != "Unsubscribe from this thread" ||
+		!strings.Contains(sent[0].Text, "Unsubscribe from this thread:\n<") {
+		t.Errorf("footer says %q", label)
+	}
 	if sent[0].Headers["List-Unsubscribe"] != "<"+link+">" {
 		t.Errorf("header %q and footer %q differ", sent[0].Headers["List-Unsubscribe"], link)
 	}

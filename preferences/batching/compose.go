@@ -105,7 +105,7 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	in := input(fc.Batch, rec, items, fc.Types)
 	e.Address(&in, now)
 	if key := threadKey(fc); key != "" {
-		in.UnsubscribeURL = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
+		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now), true
 	}
 	if c.Message, err = mailtemplates.Render(in); err != nil {
 		return Composed{}, err
