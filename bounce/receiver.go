@@ -115,7 +115,10 @@ func (s *session) Data(r io.Reader) error {
 		// The envelope's return path is signed and names the email that
 		// bounced; it wins over whatever the returned copy claims.
 		rep.BatchID = s.batch
-		if err := s.rc.sink.Record(ctx, rep); err != nil {
+		if err := s.rc.sink.Record(ctx, rep); errors.Is(err, ErrRefused) {
+			s.rc.logger.Warn("bounce: report refused", "batch", s.batch, "kind", rep.Kind, "err", err)
+			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "report refused"}
+		} else if err != nil {
 			s.rc.logger.Error("bounce: record report", "batch", s.batch, "kind", rep.Kind, "err", err)
 			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 		}

@@ -8,6 +8,7 @@ package bounce
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -42,6 +43,12 @@ type Report struct {
 	Detail string
 	At     time.Time
 }
+
+// ErrRefused is wrapped by a Sink's error for a report that can never be
+// recorded (an address the batch was not sent to, a malformed address):
+// the receiver answers it with a permanent refusal and a webhook with
+// success, so neither the mail server nor the service sends it again.
+var ErrRefused = errors.New("report refused")
 
 // Sink records reports. Record must be idempotent for a repeated report
 // (services redeliver webhooks; mail servers resend notifications).

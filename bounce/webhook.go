@@ -164,7 +164,14 @@ func (w *Webhooks) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	for _, rep := range reports {
 		rep.Source = name
-		if err := w.sink.Record(r.Context(), rep); err != nil {
+		err := w.sink.Record(r.Context(), rep)
+		if errors.Is(err, ErrRefused) {
+			// A report that can never be recorded is not the service's
+			// to send again.
+			w.logger.Warn("webhook: report refused", "service", name, "kind", rep.Kind, "err", err)
+			continue
+		}
+		if err != nil {
 			// The service redelivers on a 5xx; Record is idempotent for
 			// the reports already recorded.
 			w.logger.Error("webhook: record report", "service", name, "err", err)

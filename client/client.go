@@ -202,6 +202,33 @@ func (c *Client) CancelBatch(ctx context.Context, id int64) (*Batch, error) {
 	return call[Batch](ctx, c, "POST", "/api/v1/batches/"+itoa(id)+"/cancel", nil)
 }
 
+// ListSuppressions reads a page of the suppression list, in address
+// order (GET /api/v1/suppressions).
+func (c *Client) ListSuppressions(ctx context.Context, q SuppressionQuery) (*SuppressionList, error) {
+	v := url.Values{}
+	for name, value := range map[string]string{"prefix": q.Prefix, "cursor": q.Cursor} {
+		if value != "" {
+			v.Set(name, value)
+		}
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return call[SuppressionList](ctx, c, "GET", "/api/v1/suppressions"+query(v), nil)
+}
+
+// Suppress adds an address to the suppression list, or merges onto its
+// entry (POST /api/v1/suppressions).
+func (c *Client) Suppress(ctx context.Context, s SuppressionRequest) (*Suppression, error) {
+	return call[Suppression](ctx, c, "POST", "/api/v1/suppressions", s)
+}
+
+// Unsuppress removes an address from the suppression list and answers
+// the entry removed (DELETE /api/v1/suppressions/{address}).
+func (c *Client) Unsuppress(ctx context.Context, address string) (*Suppression, error) {
+	return call[Suppression](ctx, c, "DELETE", "/api/v1/suppressions/"+url.PathEscape(address), nil)
+}
+
 // CreateSimulation replays events under proposed policies; nothing is sent
 // or stored (POST /api/v1/simulations).
 func (c *Client) CreateSimulation(ctx context.Context, s Simulation) (*SimulationReport, error) {

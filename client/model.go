@@ -265,6 +265,7 @@ type Type struct {
 	ItemOrder    string `json:"item_order,omitempty"`
 	ItemText     string `json:"item_text,omitempty"`
 	GroupText    string `json:"group_text,omitempty"`
+	ViewURL      string `json:"view_url,omitempty"`
 	BurstLimit   *int   `json:"burst_limit,omitempty"`
 	SkipRead     *bool  `json:"skip_read,omitempty"`
 	// Texts are the type's texts per locale, keyed by BCP 47 tag.
@@ -482,4 +483,41 @@ type Delay struct {
 	P90           string  `json:"p90"`
 	MedianSeconds float64 `json:"median_seconds"`
 	P90Seconds    float64 `json:"p90_seconds"`
+}
+
+// SuppressionQuery filters and pages the suppression list.
+type SuppressionQuery struct {
+	Prefix string // addresses starting with this
+	Limit  int
+	Cursor string
+}
+
+// SuppressionList is a page of the suppression list; NextCursor is empty
+// on the last.
+type SuppressionList struct {
+	Suppressions []Suppression `json:"suppressions"`
+	NextCursor   string        `json:"next_cursor"`
+}
+
+// Suppression is an address lull does not mail (scope "all"), or mails
+// only required types (scope "non_required").
+type Suppression struct {
+	Address   string    `json:"address"`
+	Reason    string    `json:"reason"`
+	Scope     string    `json:"scope"`
+	Detail    string    `json:"detail"`
+	Source    string    `json:"source"`
+	BatchID   int64     `json:"batch_id"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SuppressionRequest adds an address to the suppression list. Reason is
+// hard_bounce, soft_bounce, complaint or operator (the default); Scope
+// defaults to non_required for a complaint and all otherwise.
+type SuppressionRequest struct {
+	Address string `json:"address"`
+	Reason  string `json:"reason,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }

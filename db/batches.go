@@ -628,6 +628,9 @@ type FlushContent struct {
 	// Settings holds the recipient's settings for each item type; it is
 	// empty when the recipient is gone.
 	Settings map[string]RecipientSettings
+	// Suppression is the recipient's address's entry on the suppression
+	// list, set by AttachSuppressions; nil when the address is not on it.
+	Suppression *Suppression
 	// ThreadMuted says the recipient unsubscribed from the batch's key.
 	ThreadMuted bool
 }

@@ -12,8 +12,8 @@ const pruneChunk = 5000
 
 // Prune deletes what lull keeps about finished work once it is older than
 // cutoff: batches sent, canceled or failed before it (their deliveries and
-// delivery attempts go with them), skips, outbox emails and idempotency
-// keys written before it, and expired operator sessions. Open and flushing
+// delivery attempts go with them), skips, outbox emails, bounce reports
+// and idempotency keys written before it, and expired operator sessions. Open and flushing
 // batches stay however old they are, and so does the audit log. It returns
 // how many rows went, by table.
 func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, error) {
@@ -33,6 +33,8 @@ func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, 
 		{"batches", "opened_at", "t.state IN ('sent', 'canceled', 'failed') AND t.processed_at < $2", minTime(cutoff, kept)},
 		{"skips", "created_at", "t.created_at < $2", cutoff},
 		{"outbox", "created_at", "t.created_at < $2", cutoff},
+		// Bounce reports stay for the rates' window at least.
+		{"bounce_reports", "received_at", "t.received_at < $2", minTime(cutoff, time.Now().Add(-RateWindow))},
 	}
 	for _, w := range walks {
 		n, err := pruneInOrder(ctx, q, w.table, w.written, w.cond, w.before)

@@ -27,8 +27,11 @@ type Type struct {
 	ItemOrder    string `bun:"item_order" db:"item_order"`
 	ItemText     string `bun:"item_text" db:"item_text"`
 	GroupText    string `bun:"group_text" db:"group_text"`
-	BurstLimit   int    `bun:"burst_limit" db:"burst_limit"`
-	SkipRead     bool   `bun:"skip_read" db:"skip_read"`
+	// ViewURL is where an email's "View all" leads (see
+	// mailtemplates.ValidateViewURL); empty for the object's own URL.
+	ViewURL    string `bun:"view_url" db:"view_url"`
+	BurstLimit int    `bun:"burst_limit" db:"burst_limit"`
+	SkipRead   bool   `bun:"skip_read" db:"skip_read"`
 	// Texts are the type's texts per locale (BCP 47 tag, canonical form).
 	Texts     map[string]TypeTexts `bun:"texts,type:jsonb" db:"texts"`
 	CreatedAt time.Time            `bun:"created_at,nullzero,default:now()" db:"created_at"`
@@ -100,7 +103,7 @@ func GetType(ctx context.Context, q Querier, key string) (*Type, error) {
 
 const typeColumns = `key, name, description, category, required, default_mode, window_ms,
 	max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read,
-	texts, created_at, updated_at, unsubscribe`
+	view_url, texts, created_at, updated_at, unsubscribe`
 
 func collectTypes(rows pgx.Rows, err error) ([]*Type, error) {
 	if err != nil {
@@ -123,7 +126,7 @@ func SaveType(ctx context.Context, q Querier, t *Type) error {
 	t.UpdatedAt = time.Now()
 	err := q.QueryRow(ctx, `
 		INSERT INTO notification_types (key, name, description, category, required, default_mode, window_ms,
-		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at, texts,
+		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at, view_url, texts,
 		    unsubscribe)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, coalesce(nullif($19, ''), 'type'))
 		ON CONFLICT (key) DO UPDATE SET
@@ -132,11 +135,11 @@ func SaveType(ctx context.Context, q Querier, t *Type) error {
 		    window_ms = EXCLUDED.window_ms, max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead,
 		    max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order,
 		    item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit,
-		    skip_read = EXCLUDED.skip_read, updated_at = EXCLUDED.updated_at, texts = EXCLUDED.texts,
+		    skip_read = EXCLUDED.skip_read, updated_at = EXCLUDED.updated_at, view_url = EXCLUDED.view_url, texts = EXCLUDED.texts,
 		    unsubscribe = EXCLUDED.unsubscribe
 		RETURNING created_at`,
 		t.Key, t.Name, t.Description, t.Category, t.Required, t.DefaultMode, t.WindowMS,
-		t.MaxWaitMS, t.Lead, t.MaxItems, t.DisplayLimit, t.ItemOrder, t.ItemText, t.GroupText, t.BurstLimit, t.SkipRead, t.UpdatedAt, textsOrEmpty(t.Texts),
+		t.MaxWaitMS, t.Lead, t.MaxItems, t.DisplayLimit, t.ItemOrder, t.ItemText, t.GroupText, t.BurstLimit, t.SkipRead, t.UpdatedAt, t.ViewURL, textsOrEmpty(t.Texts),
 		t.Unsubscribe).
 		Scan(&t.CreatedAt)
 	if err != nil {

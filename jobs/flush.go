@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -190,6 +191,9 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 		if err != nil {
 			return err
 		}
+		if err := db.AttachSuppressions(ctx, tx, slices.Collect(maps.Values(cs))...); err != nil {
+			return err
+		}
 		now := w.now()
 		var plans []*sendPlan
 		for i, c := range calls {
@@ -304,6 +308,9 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 	fc, err := db.LockForFlush(ctx, tx, job.Args.BatchID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, 0, nil
+	}
+	if err == nil {
+		err = db.AttachSuppressions(ctx, tx, fc)
 	}
 	if err != nil {
 		return nil, 0, err

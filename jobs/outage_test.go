@@ -92,9 +92,9 @@ func TestSMTPOutageRetriesWithBackoffAndDrains(t *testing.T) {
 	waitFor(t, 30*time.Second, "the backlog to drain", func() bool {
 		return b.count(t, "SELECT count(*) FROM batches WHERE state IN ('open', 'flushing')") == 0
 	})
-	counts := srv.MessageIDCounts()
+	counts := srv.BatchCounts()
 	for _, id := range good {
-		if got := counts[fmt.Sprintf("<batch-%d@example.com>", id)]; got != 1 {
+		if got := counts[id]; got != 1 {
 			t.Errorf("batch %d: %d emails after the outage, want 1", id, got)
 		}
 		bt := b.batch(t, id)

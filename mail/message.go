@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	gomail "github.com/wneessen/go-mail"
 
@@ -25,8 +26,9 @@ var ErrBadMessage = errors.New("bad message")
 // Build turns m into a go-mail message: From, To with the recipient's
 // name, Subject (RFC 2047-encoded when not ASCII), Date, the batch's
 // Message-ID, multipart/alternative with the text part first and the HTML
-// part last (mail clients show the last part they understand), and the
-// RFC 8058 one-click unsubscribe headers.
+// part last (mail clients show the last part they understand), the
+// RFC 8058 one-click unsubscribe headers, and the headers of an automatic
+// email in a list and a thread (see setAutomatic).
 //
 // Subject and names come, in part, from events posted by the host app, so
 // they pass through headerText before go-mail sees them: nothing taken
@@ -51,12 +53,15 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 	}
 	to.Name = headerText(cmp.Or(m.ToName, to.Name))
 	msg.SetAddrHeaderFromMailAddress(gomail.HeaderTo, to)
-	msg.Subject(headerText(m.Subject))
+	setSubject(msg, headerText(m.Subject))
 	id, err := messageID(m.MessageID)
 	if err != nil {
 		return nil, err
 	}
 	msg.SetMessageIDWithValue(id)
+	if err := setAutomatic(msg, m); err != nil {
+		return nil, err
+	}
 	date := m.Date
 	if date.IsZero() {
 		date = time.Now()
@@ -82,6 +87,122 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 	return msg, nil
 }
 
+// setAutomatic writes the headers that say what kind of email this is:
+// Auto-Submitted (RFC 3834) and Microsoft's X-Auto-Response-Suppress, so
+// out-of-office replies do not come back to a notification; List-Id (RFC
+// 2919) so a recipient can filter one type; and References and
+// In-Reply-To naming the thread's root, so successive emails about one
+// object thread together, as GitHub's and Linear's do. The root itself is
+// never sent: mail clients thread on the reference alone.
+func setAutomatic(msg *gomail.Msg, m *mailtemplates.Message) error {
+	msg.SetGenHeaderPreformatted("Auto-Submitted", "auto-generated")
+	// OOF and AutoReply only: suppressing all would also stop the
+	// non-delivery reports bounce handling relies on.
+	msg.SetGenHeaderPreformatted("X-Auto-Response-Suppress", "OOF, AutoReply")
+	if m.ThreadID != "" {
+		root, err := messageID(m.ThreadID)
+		if err != nil {
+			return fmt.Errorf("thread: %w", err)
+		}
+		msg.SetGenHeaderPreformatted("References", "<"+root+">")
+		msg.SetGenHeaderPreformatted("In-Reply-To", "<"+root+">")
+	}
+	if m.ListID != "" {
+		v, err := listID(m.ListID)
+		if err != nil {
+			return err
+		}
+		msg.SetGenHeaderPreformatted("List-Id", v)
+	}
+	return nil
+}
+
+// listID checks an RFC 2919 List-Id, `Name <label.domain>`, and writes
+// its name, cut to 40 characters, as a phrase: quoted when ASCII, folded
+// encoded words otherwise.
+func listID(v string) (string, error) {
+	name, id, ok := strings.Cut(v, "<")
+	id, closed := strings.CutSuffix(strings.TrimSpace(id), ">")
+	if !ok || !closed || id == "" || !strings.Contains(id, ".") {
+		return "", fmt.Errorf("%w: List-Id %q is not Name <label.domain>", ErrBadMessage, v)
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_", r)) {
+			return "", fmt.Errorf("%w: List-Id %q has a character not allowed there", ErrBadMessage, v)
+		}
+	}
+	// Quotes and backslashes have no place in a list's name; without
+	// them, quoting the phrase needs no escapes.
+	name = headerText(strings.NewReplacer(`"`, "", `\`, "").Replace(name))
+	if r := []rune(name); len(r) > 40 {
+		name = strings.TrimSpace(string(r[:40]))
+	}
+	switch {
+	case name == "":
+		return "<" + id + ">", nil
+	case isASCII(name):
+		return `"` + name + `" <` + id + ">", nil
+	}
+	return encodeWords(name, 76-len("List-Id: "), 75) + "\r\n <" + id + ">", nil
+}
+
+// setSubject writes the Subject. go-mail encodes a non-ASCII subject as
+// a run of encoded words that starts on a new line, leaving "Subject:"
+// alone on the first, which some clients and filters read as an empty
+// subject; here the first encoded word starts on the Subject line, and
+// every line stays within RFC 2047's 76 characters.
+func setSubject(msg *gomail.Msg, s string) {
+	if isASCII(s) {
+		msg.Subject(s)
+		return
+	}
+	msg.SetGenHeaderPreformatted(gomail.HeaderSubject, encodeWords(s, 76-len("Subject: "), 76-1))
+}
+
+// encodeWords writes s as Q-encoded words of UTF-8, the first at most
+// first characters long and the others at most rest, folded onto their
+// own lines. A word never splits a character, as RFC 2047 requires.
+func encodeWords(s string, first, rest int) string {
+	const open, end = "=?UTF-8?q?", "?="
+	var out, word strings.Builder
+	limit := first
+	flush := func() {
+		out.WriteString(open + word.String() + end)
+		word.Reset()
+	}
+	var buf [utf8.UTFMax]byte
+	for _, r := range s {
+		var enc strings.Builder
+		for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
+			switch {
+			case c == ' ':
+				enc.WriteByte('_')
+			case c < 0x80 && (unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c)) || strings.IndexByte("!*+-/", c) >= 0):
+				enc.WriteByte(c)
+			default:
+				fmt.Fprintf(&enc, "=%02X", c)
+			}
+		}
+		if word.Len() > 0 && len(open)+word.Len()+enc.Len()+len(end) > limit {
+			flush()
+			out.WriteString("\r\n ")
+			limit = rest
+		}
+		word.WriteString(enc.String())
+	}
+	flush()
+	return out.String()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // headerNames maps the names Headers reports to the names on the wire as
 // net/textproto spells them.
 var headerNames = map[string]string{
@@ -90,6 +211,10 @@ var headerNames = map[string]string{
 	"Subject":               "Subject",
 	"Date":                  "Date",
 	"Message-ID":            "Message-Id",
+	"References":            "References",
+	"In-Reply-To":           "In-Reply-To",
+	"List-Id":               "List-Id",
+	"Auto-Submitted":        "Auto-Submitted",
 	"List-Unsubscribe":      "List-Unsubscribe",
 	"List-Unsubscribe-Post": "List-Unsubscribe-Post",
 	"MIME-Version":          "Mime-Version",
@@ -133,13 +258,21 @@ func Headers(m *mailtemplates.Message) map[string]string {
 // rawHeaders is Headers for a message Build refuses.
 func rawHeaders(m *mailtemplates.Message) map[string]string {
 	h := map[string]string{
-		"From":         oneLine(m.From),
-		"To":           (&mail.Address{Name: oneLine(m.ToName), Address: oneLine(m.To)}).String(),
-		"Subject":      oneLine(m.Subject),
-		"Message-ID":   "<" + strings.TrimSuffix(strings.TrimPrefix(oneLine(m.MessageID), "<"), ">") + ">",
-		"Date":         m.Date.Format(time.RFC1123Z),
-		"MIME-Version": "1.0",
-		"Content-Type": "multipart/alternative",
+		"From":           oneLine(m.From),
+		"To":             (&mail.Address{Name: oneLine(m.ToName), Address: oneLine(m.To)}).String(),
+		"Subject":        oneLine(m.Subject),
+		"Message-ID":     "<" + strings.TrimSuffix(strings.TrimPrefix(oneLine(m.MessageID), "<"), ">") + ">",
+		"Date":           m.Date.Format(time.RFC1123Z),
+		"MIME-Version":   "1.0",
+		"Content-Type":   "multipart/alternative",
+		"Auto-Submitted": "auto-generated",
+	}
+	if m.ThreadID != "" {
+		h["References"] = "<" + oneLine(m.ThreadID) + ">"
+		h["In-Reply-To"] = h["References"]
+	}
+	if m.ListID != "" {
+		h["List-Id"] = oneLine(m.ListID)
 	}
 	if m.UnsubscribeURL != "" {
 		h["List-Unsubscribe"] = "<" + oneLine(m.UnsubscribeURL) + ">"

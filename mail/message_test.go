@@ -31,6 +31,7 @@ func TestHeaders(t *testing.T) {
 			"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 			"MIME-Version":          "1.0",
 			"Date":                  "Sun, 22 Nov 2026 10:00:00 +0000",
+			"Auto-Submitted":        "auto-generated",
 		}
 		for k, v := range want {
 			if h[k] != v {
@@ -46,8 +47,8 @@ func TestHeaders(t *testing.T) {
 		if !strings.HasPrefix(h["Content-Type"], "multipart/alternative;") || !strings.Contains(h["Content-Type"], "boundary=") {
 			t.Errorf("Content-Type = %q", h["Content-Type"])
 		}
-		if len(h) != 9 {
-			t.Errorf("%d headers, want 9: %v", len(h), h)
+		if len(h) != 10 {
+			t.Errorf("%d headers, want 10: %v", len(h), h)
 		}
 	})
 

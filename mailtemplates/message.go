@@ -15,9 +15,16 @@ type Message struct {
 	// MessageID is derived from the batch (without angle brackets), so a
 	// resend after a crash is recognisable as the same email.
 	MessageID string
-	Date      time.Time
-	Text      string
-	HTML      string
+	// ThreadID is the Message-ID (without angle brackets) of the thread
+	// this email belongs to, written as References and In-Reply-To so that
+	// successive emails about one object thread together; empty for none.
+	ThreadID string
+	// ListID is the List-Id header (RFC 2919), such as
+	// `"Comments" <comment-created.example.com>`; empty for none.
+	ListID string
+	Date   time.Time
+	Text   string
+	HTML   string
 	// UnsubscribeURL is the RFC 8058 one-click URL for List-Unsubscribe.
 	UnsubscribeURL string
 	// BatchID is the batch this email flushes; 0 for previews.

@@ -18,6 +18,12 @@ type Type struct {
 	// loader that forgot cannot send a 1,000-line email.
 	DisplayLimit int
 	ItemOrder    string // "first" or "latest"
+	// ViewURL is a type text (see ValidateViewURL) naming the page that
+	// lists everything a group is about, such as
+	// "https://app.example/docs/{{object.id}}/comments"; the email's
+	// "View all" button goes there. Empty: the object's own URL, when
+	// every shown item is about one object.
+	ViewURL string
 }
 
 // Actor is who did something, as the host application named them.
@@ -67,6 +73,14 @@ type Input struct {
 	Groups    []Group   // in the order they are shown
 	From      string
 	MessageID string
+	// ThreadKey names what successive emails are about (a batch key such
+	// as "comment.created+document:7"); emails with one key thread
+	// together. Empty: the email starts no thread.
+	ThreadKey string
+	// ThreadID and ListID are the References/In-Reply-To and List-Id
+	// header values, filled in by the sender's envelope; Render copies
+	// them to the Message.
+	ThreadID, ListID string
 	// Date is when the email is sent; it is also "now" for phrases such
 	// as "since Monday", so a render is a pure function of its Input.
 	Date time.Time

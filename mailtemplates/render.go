@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
+	"mime/quotedprintable"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	texttemplate "text/template"
@@ -42,6 +44,16 @@ const (
 	// the body, so one huge field cannot bury the rest of the email.
 	maxLine    = 500
 	maxHeading = 200
+	// maxHeadline is the longest item text a single-item email uses as
+	// its headline; a longer one (an excerpt) goes in the body under the
+	// group heading, as GitHub puts a comment under its issue's title.
+	maxHeadline = 150
+	// maxHTML is the HTML part's budget as sent (quoted-printable, as
+	// go-mail encodes it): Gmail clips a message above about 102 KB and
+	// hides what follows, the footer with the unsubscribe link first.
+	// Render shows fewer items, saying how many more there are, to stay
+	// under it.
+	maxHTML = 100_000
 	// textWidth is where the plain-text part wraps: short enough for any
 	// reader, and under the 78 characters RFC 5322 recommends.
 	textWidth = 76
@@ -60,15 +72,19 @@ const (
 // plain text, which html/template escapes and text/template writes as it
 // is. No field holds markup.
 type view struct {
-	Layout      string
-	Title       string // <title>, the digest's h1, the single item's text
-	Context     string // single layout: the group heading above the item
-	Preheader   string // the inbox preview line, hidden in the body
-	Summary     string // digest: "12 updates in 3 categories since Monday"
-	Item        itemView
-	Groups      []groupView
-	Email       string
-	SettingsURL string
+	Layout    string
+	Title     string // <title>, the digest's h1, the single item's headline
+	Context   string // single layout: the group heading above the item
+	Body      string // single layout: an item too long to be the headline
+	Preheader string // the inbox preview line, hidden in the body
+	Summary   string // digest: "17 updates since Sunday: Comments (15), Shared apps (2)"
+	Item      itemView
+	Groups    []groupView
+	// Rest says what a digest too big for maxHTML leaves out entirely.
+	Rest                      string
+	restSections, restUpdates int
+	Email                     string
+	SettingsURL               string
 	// UnsubscribeURL is the same one-click URL as the header; a GET on it
 	// shows a confirmation page.
 	UnsubscribeURL string
@@ -85,13 +101,19 @@ type groupView struct {
 	Note    string // "15 in all — showing the latest 5"
 	Items   []itemView
 	More    string // "and 10 more"
+	// ViewURL is where "View all" leads: the type's view_url, or the
+	// one object every item is about.
+	ViewURL string
+	name    string // the type's name, for the digest's summary
+	order   string // "first" or "latest"
 	total   int
 }
 
 type itemView struct {
-	Text string
-	URL  string // http(s) only
-	When string
+	Text   string
+	URL    string // http(s) only
+	When   string
+	Action string // the single layout's button: "View pipeline"
 }
 
 // textCache holds the type texts parsed during one Render, so a digest
@@ -150,7 +172,7 @@ func Render(in Input) (*Message, error) {
 	if _, ok := luminance(v.Accent); !ok {
 		v.Accent = DefaultColor // html/template would refuse it anyway
 	}
-	total, categories := 0, map[string]bool{}
+	total := 0
 	for _, g := range in.Groups {
 		if g.Total <= 0 && len(g.Items) == 0 {
 			continue
@@ -161,61 +183,15 @@ func Render(in Input) (*Message, error) {
 		}
 		v.Groups = append(v.Groups, gv)
 		total += gv.total
-		cat := g.Type.Category
-		if cat == "" {
-			cat = "\x00" + g.Type.Key // a type without a category is its own
-		}
-		categories[cat] = true
 	}
 	if len(v.Groups) == 0 {
 		return nil, fmt.Errorf("render batch %d: %w", in.BatchID, ErrNothingToRender)
 	}
+	// The busiest group comes first: it is what the recipient most likely
+	// opens the email for, and the subject names it.
+	sort.SliceStable(v.Groups, func(i, j int) bool { return v.Groups[i].total > v.Groups[j].total })
 
-	var subject string
-	first := v.Groups[0]
-	switch {
-	case len(v.Groups) == 1 && total == 1 && len(first.Items) == 1:
-		v.Layout = layoutSingle
-		v.Item = first.Items[0]
-		v.Title = v.Item.Text
-		if first.Heading != v.Item.Text {
-			v.Context = first.Heading
-		}
-		subject = v.Item.Text
-		v.Preheader = first.Heading
-	case in.Mode == "daily" || in.Mode == "weekly" || len(v.Groups) > 1:
-		v.Layout = layoutDigest
-		switch in.Mode {
-		case "daily", "weekly":
-			v.Title = "Your " + in.Mode + " digest"
-		default:
-			v.Title = "Your updates"
-		}
-		v.Summary = plural(total, "update", "updates")
-		if len(categories) > 1 {
-			v.Summary += " in " + plural(len(categories), "category", "categories")
-		}
-		if s := sinceLabel(in.Since, now, loc); s != "" {
-			v.Summary += " since " + s
-		}
-		// The most useful fact is the busiest group: it is what the
-		// recipient most likely opens the digest for.
-		busiest := first
-		for _, g := range v.Groups[1:] {
-			if g.total > busiest.total {
-				busiest = g
-			}
-		}
-		subject = v.Title + ": " + plural(total, "update", "updates") + " — " + busiest.Heading
-		v.Preheader = v.Summary
-	default:
-		v.Layout = layoutBatch
-		v.Title = first.Heading
-		subject = first.Heading
-		if len(first.Items) > 0 {
-			v.Preheader = first.Items[0].Text
-		}
-	}
+	subject := v.compose(in, total, now, loc)
 	if strings.TrimSpace(subject) == "" {
 		subject = strings.TrimPrefix(v.Product+": ", ": ") + plural(total, "update", "updates")
 	}
@@ -224,11 +200,11 @@ func Render(in Input) (*Message, error) {
 		v.Title = subject
 	}
 
-	var html, txt bytes.Buffer
-	html.Grow(8 << 10)
-	if err := htmlLayouts.ExecuteTemplate(&html, "email", v); err != nil {
+	html, err := v.fitHTML()
+	if err != nil {
 		return nil, fmt.Errorf("render batch %d html: %w", in.BatchID, err)
 	}
+	var txt bytes.Buffer
 	txt.Grow(2 << 10)
 	if err := textLayouts.ExecuteTemplate(&txt, "email", v); err != nil {
 		return nil, fmt.Errorf("render batch %d text: %w", in.BatchID, err)
@@ -239,12 +215,156 @@ func Render(in Input) (*Message, error) {
 		ToName:         oneLine(in.Recipient.Name),
 		Subject:        subject,
 		MessageID:      in.MessageID,
+		ThreadID:       in.ThreadID,
+		ListID:         in.ListID,
 		Date:           in.Date,
 		Text:           txt.String(),
-		HTML:           html.String(),
+		HTML:           html,
 		UnsubscribeURL: in.UnsubscribeURL,
 		BatchID:        in.BatchID,
 	}, nil
+}
+
+// compose picks the layout and fills the headline, summary and preheader;
+// it returns the subject.
+func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) string {
+	first := v.Groups[0]
+	switch {
+	case len(v.Groups) == 1 && total == 1 && len(first.Items) == 1:
+		v.Layout = layoutSingle
+		v.Item = first.Items[0]
+		v.Title, v.Context = v.Item.Text, first.Heading
+		if utf8.RuneCountInString(v.Item.Text) > maxHeadline {
+			v.Title, v.Context, v.Body = first.Heading, "", v.Item.Text
+		}
+		if v.Context == v.Title {
+			v.Context = ""
+		}
+		v.Preheader = first.Heading
+		return v.Title
+	case in.Mode == "daily" || in.Mode == "weekly" || len(v.Groups) > 1:
+		v.Layout = layoutDigest
+		switch in.Mode {
+		case "daily", "weekly":
+			v.Title = "Your " + in.Mode + " digest"
+		default:
+			v.Title = "Your updates"
+		}
+		v.Summary = summary(v.Groups, total, sinceLabel(in.Since, now, loc))
+		v.Preheader = v.Summary
+		return v.Title + ": " + plural(total, "update", "updates") + " — " + first.Heading
+	default:
+		v.Layout = layoutBatch
+		v.Title = first.Heading
+		if len(first.Items) > 0 {
+			v.Preheader = first.Items[0].Text
+		}
+		return first.Heading
+	}
+}
+
+// summary is the digest's line above its sections: the total, then every
+// section with its count in the order shown, so the numbers add up with
+// what the reader sees ("17 updates since Sunday: Comments (15), Shared
+// apps (2)").
+func summary(groups []groupView, total int, since string) string {
+	s := plural(total, "update", "updates")
+	if since != "" {
+		s += " since " + since
+	}
+	if len(groups) < 2 {
+		return s
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = g.name + " (" + groupDigits(g.total) + ")"
+	}
+	return s + ": " + strings.Join(parts, ", ")
+}
+
+// fitHTML renders the HTML part within maxHTML: while it is over, every
+// group shows fewer items (in proportion to the excess, so a few renders
+// suffice), then a digest leaves out its last sections, saying so. The
+// footer is part of the frame, so it is always inside the budget.
+func (v *view) fitHTML() (string, error) {
+	var html bytes.Buffer
+	html.Grow(8 << 10)
+	for {
+		html.Reset()
+		if err := htmlLayouts.ExecuteTemplate(&html, "email", v); err != nil {
+			return "", err
+		}
+		size := encodedSize(html.Bytes())
+		if size <= maxHTML || !v.shrink(size) {
+			return html.String(), nil
+		}
+	}
+}
+
+// shrink makes the email smaller for a render of size bytes; it reports
+// false when nothing is left to take out.
+func (v *view) shrink(size int) bool {
+	most := 0
+	for _, g := range v.Groups {
+		most = max(most, len(g.Items))
+	}
+	if most > 0 {
+		keep := min(most-1, most*maxHTML/size)
+		for i := range v.Groups {
+			v.Groups[i].cut(keep)
+		}
+		return true
+	}
+	if len(v.Groups) < 2 || v.Layout != layoutDigest {
+		return false
+	}
+	// Leave out the last sections, as many as the excess suggests.
+	keep := max(1, min(len(v.Groups)-1, len(v.Groups)*maxHTML/size))
+	for _, g := range v.Groups[keep:] {
+		v.restSections++
+		v.restUpdates += g.total
+	}
+	v.Groups = v.Groups[:keep]
+	v.Rest = "and " + plural(v.restUpdates, "more update", "more updates") + " in " +
+		plural(v.restSections, "more section", "more sections") + ", left out to keep this email short"
+	return true
+}
+
+// cut shows at most n of the group's items and says how many more there
+// are.
+func (g *groupView) cut(n int) {
+	if n < len(g.Items) {
+		g.Items = g.Items[:n]
+	}
+	g.More, g.Note = "", ""
+	more := g.total - len(g.Items)
+	if more <= 0 {
+		return
+	}
+	if len(g.Items) == 0 {
+		g.More = plural(more, "update", "updates") + " not shown here"
+		return
+	}
+	g.More = "and " + groupDigits(more) + " more"
+	g.Note = groupDigits(g.total) + " in all — showing the " + g.order + " " + groupDigits(len(g.Items))
+}
+
+// encodedSize is the length of html as go-mail sends it, quoted-printable:
+// what Gmail's clipping counts, and up to three times the raw size for
+// non-ASCII text.
+func encodedSize(html []byte) int {
+	var n byteCounter
+	w := quotedprintable.NewWriter(&n)
+	w.Write(html)
+	w.Close()
+	return int(n)
+}
+
+type byteCounter int
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	*c += byteCounter(len(p))
+	return len(p), nil
 }
 
 // renderGroup expands one group's texts: each item's item_text once, and
@@ -255,10 +375,11 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 		items = items[:g.Type.DisplayLimit]
 	}
 	total := max(g.Total, len(g.Items))
-	name := g.Type.Name
+	name := oneLine(g.Type.Name)
 	if name == "" {
-		name = g.Type.Key
+		name = oneLine(g.Type.Key)
 	}
+	name = clip(name, maxName)
 
 	itemSrc := g.Type.ItemText
 	if strings.TrimSpace(itemSrc) == "" {
@@ -277,26 +398,31 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 		return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
 	}
 
-	gv := groupView{total: total, Items: make([]itemView, len(items))}
+	gv := groupView{total: total, name: name, order: "latest", Items: make([]itemView, len(items))}
+	if g.Type.ItemOrder == "first" {
+		gv.order = "first"
+	}
 	for i := range items {
 		it := &items[i]
 		s := itemText.expand(fields{item: it, loc: loc, count: 1}, maxLine)
 		if s == "" {
-			s = oneLine(name) // an event without the fields its text names
+			s = name // an event without the fields its text names
 		}
-		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc)}
+		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc), Action: action(it.Object.Type)}
 	}
 
 	names, count := g.ActorNames, g.ActorCount
 	if len(names) == 0 && count == 0 {
 		names, count = actorsOf(items)
 	}
-	gv.Heading = groupText.expand(fields{item: newest(items, g.Type.ItemOrder), loc: loc, count: total, actors: Actors(names, count)}, maxHeading)
+	top := newest(items, g.Type.ItemOrder)
+	gv.Heading = groupText.expand(fields{item: top, loc: loc, count: total, actors: Actors(names, count)}, maxHeading)
 	if gv.Heading == "" {
-		gv.Heading = oneLine(name) + ": " + groupDigits(total)
+		gv.Heading = name + ": " + groupDigits(total)
 	}
+	gv.ViewURL = viewURL(g.Type.ViewURL, items, top, loc, cache)
 
-	cat, tname := oneLine(g.Type.Category), oneLine(g.Type.Name)
+	cat, tname := clip(oneLine(g.Type.Category), maxName), clip(oneLine(g.Type.Name), maxName)
 	switch {
 	case cat != "" && tname != "" && cat != tname:
 		gv.Label = cat + " · " + tname
@@ -305,17 +431,44 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 	default:
 		gv.Label = cat
 	}
-	if more := total - len(items); more > 0 {
-		gv.More = "and " + groupDigits(more) + " more"
-		order := "latest"
-		if g.Type.ItemOrder == "first" {
-			order = "first"
-		}
-		if len(items) > 0 {
-			gv.Note = groupDigits(total) + " in all — showing the " + order + " " + groupDigits(len(items))
+	gv.cut(len(items))
+	return gv, nil
+}
+
+// viewURL is where a group's "View all" leads: the type's view_url
+// expanded for the newest item, else the URL every item shares (comments
+// on one document), else nothing.
+func viewURL(src string, items []Item, top *Item, loc *time.Location, cache *textCache) string {
+	if src != "" && top != nil {
+		if t, err := cache.get(src, false); err == nil && ValidateViewURL(src) == nil {
+			return t.expandURL(top, loc)
 		}
 	}
-	return gv, nil
+	shared := ""
+	for i, it := range items {
+		u := safeURL(it.Object.URL)
+		if u == "" || (i > 0 && u != shared) {
+			return ""
+		}
+		shared = u
+	}
+	return shared
+}
+
+// action labels a single item's button from its object's type ("View
+// pipeline"), which says where the click leads better than "Open". A type
+// that is not a plain word or two reads "View".
+func action(objectType string) string {
+	t := strings.NewReplacer("_", " ", "-", " ").Replace(oneLine(objectType))
+	if t == "" || utf8.RuneCountInString(t) > 30 {
+		return "View"
+	}
+	for _, r := range t {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != ' ' {
+			return "View"
+		}
+	}
+	return "View " + strings.Join(strings.Fields(t), " ")
 }
 
 // newest is the item a group text's item fields come from. Items arrive
@@ -375,12 +528,12 @@ func Heading(g Group, loc *time.Location) string {
 
 // Actors writes "Alice", "Alice and Bob", "Alice, Bob and Carol" or
 // "Alice, Bob and 13 others" from up to three names (newest first) and the
-// true number of distinct actors. Three names fit a subject; the count
-// keeps it honest.
+// true number of distinct actors. Three names, each cut to maxName, fit a
+// subject with its verb; the count keeps it honest.
 func Actors(names []string, count int) string {
 	clean := make([]string, 0, len(names))
 	for _, n := range names {
-		if n = oneLine(n); n != "" {
+		if n = clip(oneLine(n), maxName); n != "" {
 			clean = append(clean, n)
 		}
 	}
@@ -437,7 +590,7 @@ func groupDigits(n int) string {
 }
 
 // sinceLabel names the start of a digest in the recipient's zone: a time
-// when it opened today, a weekday within the last week ("since Monday"),
+// with its zone when it opened today, a weekday within the last week ("since Monday"),
 // else a date. Calendar days, not 24-hour periods, because that is how
 // people count "since Monday".
 func sinceLabel(opened, now time.Time, loc *time.Location) string {
@@ -449,7 +602,7 @@ func sinceLabel(opened, now time.Time, loc *time.Location) string {
 		Sub(time.Date(o.Year(), o.Month(), o.Day(), 0, 0, 0, 0, time.UTC)).Hours() / 24)
 	switch {
 	case days <= 0:
-		return o.Format("15:04")
+		return o.Format("15:04 MST")
 	case days < 7:
 		return o.Weekday().String()
 	case o.Year() == n.Year():
@@ -553,10 +706,19 @@ func Subject(s string) string {
 	return clip(oneLine(s), maxSubject)
 }
 
-// safeURL keeps only absolute http and https links, so an event cannot
+// maxURL is the longest link an email carries, the longest object.url
+// an event may have: a longer one, from an input built by hand, would
+// spend the HTML budget on attributes.
+const maxURL = 4096
+
+// safeURL keeps only absolute http and https links of at most maxURL
+// bytes, so an event cannot
 // smuggle a javascript: or data: URL into an email. Characters that would
 // end an <angle-bracketed> URL in the text part are percent-encoded.
 func safeURL(s string) string {
+	if len(s) > maxURL {
+		return ""
+	}
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return ""

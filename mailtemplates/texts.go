@@ -2,6 +2,7 @@ package mailtemplates
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -248,23 +249,44 @@ type fields struct {
 
 // maxValue caps one placeholder's value before it goes into a text: a
 // long excerpt reads as its first 300 characters and an ellipsis, and
-// leaves room on the line for what follows it.
-const maxValue = 300
+// leaves room on the line for what follows it. Names and titles are cut
+// shorter, each on its own (maxName, maxTitle), so that a 300-character
+// name cannot push the verb of "{{actor.name}} commented on {{object.title}}"
+// out of a subject.
+const (
+	maxValue = 300
+	maxName  = 40
+	maxTitle = 100
+)
+
+// fieldLimit is the most characters one field's value brings into a text.
+func fieldLimit(f field) int {
+	switch f {
+	case fieldActorName, fieldActorID, fieldObjectType, fieldObjectID:
+		return maxName
+	case fieldObjectTitle:
+		return maxTitle
+	}
+	return maxValue
+}
 
 // expand writes the form for f.count, with every value folded onto one
 // line so that no event can add line breaks to a heading or a subject, and
-// cut to at most limit characters. Each value is cut to maxValue (or
-// limit, if less) before it goes in, and expansion stops once it holds
+// cut to at most limit characters. Each value is cut to its field's limit
+// (or limit, if less) before it goes in, and expansion stops once it holds
 // the bytes of limit characters, so its work and memory are bounded
 // whatever the event holds: an email of 100 × {{data.x}} with a 64 KiB
 // value takes 50 KB to render, not 32 MB (BenchmarkRenderHugeData).
+// When a field is empty, the punctuation it leaves stranded at either end
+// and empty brackets are tidied away, so "{{actor.name}}: {{object.title}}"
+// without a name reads "Task 1", not ": Task 1".
 func (t *text) expand(f fields, limit int) string {
 	segs := t.many
 	if f.count == 1 {
 		segs = t.one
 	}
-	valueLimit := min(maxValue, limit)
 	var b strings.Builder
+	missing := false
 	for _, s := range segs {
 		if b.Len() > limit*utf8.UTFMax {
 			break
@@ -273,9 +295,25 @@ func (t *text) expand(f fields, limit int) string {
 			b.WriteString(s.lit)
 			continue
 		}
-		b.WriteString(clip(f.value(s), valueLimit))
+		v := clip(oneLine(f.value(s)), min(fieldLimit(s.field), limit))
+		missing = missing || v == ""
+		b.WriteString(v)
 	}
-	return clip(oneLine(b.String()), limit)
+	out := oneLine(b.String())
+	if missing {
+		out = tidy(out)
+	}
+	return clip(out, limit)
+}
+
+// stranded is what an empty field leaves behind at the ends of a line.
+const stranded = " :;,·|–—-/"
+
+// tidy drops empty brackets and stranded separators from a line whose
+// text had an empty field.
+func tidy(s string) string {
+	s = strings.NewReplacer("()", "", "[]", "", "“”", "", `""`, "", "«»", "").Replace(s)
+	return oneLine(strings.Trim(s, stranded))
 }
 
 func (f fields) value(s segment) string {
@@ -311,12 +349,14 @@ func (f fields) value(s segment) string {
 }
 
 // formatWhen is how every time of an event reads: short, in the
-// recipient's zone ("Nov 22, 10:00").
+// recipient's zone, and naming it ("Nov 22, 10:00 CET"), because an email
+// is read in other places and forwarded to other people than its
+// recipient's settings assume.
 func formatWhen(t time.Time, loc *time.Location) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.In(loc).Format("Jan 2, 15:04")
+	return t.In(loc).Format("Jan 2, 15:04 MST")
 }
 
 // dataValue follows a key path into event data. Strings render as they
@@ -379,6 +419,57 @@ func ValidateItemText(s string) error {
 func ValidateGroupText(s string) error {
 	_, err := parseText(s, true)
 	return err
+}
+
+// ValidateViewURL checks a type's view_url when the type is saved: an
+// item text (its fields come from the newest item of a group) that starts
+// with "http://" or "https://" and a host, so every expansion is a link
+// to the host application and never a javascript: or relative URL.
+func ValidateViewURL(s string) error {
+	t, err := parseText(s, false)
+	if err != nil {
+		return err
+	}
+	head := ""
+	if len(t.one) > 0 && t.one[0].field == fieldNone {
+		head = t.one[0].lit
+	}
+	// With a placeholder, the host must end in the literal text, or an
+	// event could extend "https://app.example" into another host.
+	u, err := url.Parse(head)
+	if safeURL(head) == "" || strings.ContainsAny(s, " \t\r\n") ||
+		(len(t.one) > 1 && (err != nil || !strings.HasPrefix(u.Path, "/"))) {
+		return &TextError{Reason: "view_url must start with http:// or https://, a host and a / written out, such as https://app.example/docs/{{object.id}}, and contain no spaces"}
+	}
+	return nil
+}
+
+// expandURL expands a view_url for one item, escaping every value as a
+// path segment, or after a "?" as a query value, so a title with "/",
+// "?", "&" or "#" stays inside its place, and "." or ".." cannot climb
+// the path.
+func (t *text) expandURL(it *Item, loc *time.Location) string {
+	var b strings.Builder
+	f := fields{item: it, loc: loc, count: 1}
+	query := false
+	for _, s := range t.one {
+		if s.field == fieldNone {
+			b.WriteString(s.lit)
+			query = query || strings.Contains(s.lit, "?")
+			continue
+		}
+		v := clip(f.value(s), maxValue)
+		switch {
+		case query:
+			v = url.QueryEscape(v)
+		case v == "." || v == "..":
+			v = strings.ReplaceAll(v, ".", "%2E")
+		default:
+			v = url.PathEscape(v)
+		}
+		b.WriteString(v)
+	}
+	return safeURL(b.String())
 }
 
 // DefaultItemText is given to a type saved without item_text: who did it

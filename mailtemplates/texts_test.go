@@ -109,13 +109,25 @@ func TestDefaultGroupText(t *testing.T) {
 	}
 }
 
+// TestAbsentFieldsRenderEmpty: a field absent from an event renders
+// empty, and the separators and brackets it leaves stranded go with it,
+// so the default item text without an actor reads "Task 1", not ": Task 1".
 func TestAbsentFieldsRenderEmpty(t *testing.T) {
 	t.Parallel()
-	tx, err := parseText("[{{actor.name}}][{{object.url}}][{{data.excerpt}}][{{occurred_at}}]", false)
-	if err != nil {
-		t.Fatal(err)
+	cases := map[string]string{
+		"[{{actor.name}}][{{object.url}}][{{data.excerpt}}][{{occurred_at}}]": "",
+		DefaultItemText():                          "Task 1",
+		"{{object.title}} failed ({{data.error}})": "Task 1 failed",
+		"{{actor.name}} — {{object.title}}":        "Task 1",
+		"{{object.title}}: {{data.excerpt}}":       "Task 1",
 	}
-	if got := tx.expand(fields{item: &Item{}, loc: time.UTC, count: 1}, maxLine); got != "[][][][]" {
-		t.Errorf("an event without the fields expands to %q", got)
+	for src, want := range cases {
+		tx, err := parseText(src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tx.expand(fields{item: &Item{Object: Object{Title: "Task 1"}}, loc: time.UTC, count: 1}, maxLine); got != want {
+			t.Errorf("%q without its fields expands to %q, want %q", src, got, want)
+		}
 	}
 }

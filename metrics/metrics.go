@@ -152,9 +152,10 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // WatchDatabase adds what is read from the database at each scrape: the
-// connection pool's gauges and the job queue by state and kind.
+// connection pool's gauges, the job queue by state and kind, and the
+// bounce and complaint rates (rates.go).
 func (m *Metrics) WatchDatabase(pool *pgxpool.Pool) {
-	m.registry.MustRegister(newPoolCollector(pool), newQueueCollector(pool))
+	m.registry.MustRegister(newPoolCollector(pool), newQueueCollector(pool), newRateCollector(pool))
 }
 
 // Request records one HTTP request by the route pattern that served it,

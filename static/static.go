@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-//go:embed *.css *.js
+//go:embed *.css *.js favicon.ico
 var files embed.FS
 
 // Assets maps file names to their hashed URLs and serves them.
@@ -40,8 +40,15 @@ func New() *Assets {
 // URL is the hashed URL of a file, such as "app.css".
 func (a *Assets) URL(name string) string { return a.urls[name] }
 
-// ServeHTTP serves /static/<hashed name> with a year-long cache.
+// ServeHTTP serves /static/<hashed name> with a year-long cache, and
+// /favicon.ico.
 func (a *Assets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/favicon.ico" {
+		// Browsers ask for this address by name, so it cannot be hashed.
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		http.ServeFileFS(w, r, files, "favicon.ico")
+		return
+	}
 	name, ok := a.files[path.Base(r.URL.Path)]
 	if !ok {
 		http.NotFound(w, r)

@@ -1,5 +1,7 @@
 package views
 
+import "github.com/a-h/templ"
+
 // AdminPage is what every operator page shares.
 type AdminPage struct {
 	Page
@@ -12,6 +14,7 @@ type LoginView struct {
 	Page
 	Email string
 	Error string
+	Next  string // the console page to return to, already checked local
 }
 
 // Stat is one figure on the dashboard.
@@ -25,13 +28,23 @@ type Bar struct {
 	Title      string
 }
 
+// Tick is a labelled mark on a chart's axis.
+type Tick struct {
+	X     float64
+	Label string
+}
+
 // DashboardView is the operator dashboard.
 type DashboardView struct {
 	AdminPage
-	Day, Hour  []Stat
-	Chart      []Bar
-	ChartMax   string
-	ChartTitle string
+	Day, Hour           []Stat
+	DaySince, HourSince string
+	WindowNote          string // why the two windows may show the same figures
+	Chart               []Bar
+	Ticks               []Tick
+	ChartMax            string
+	ChartTitle          string
+	Rates               []RateRow
 }
 
 // BatchRow is one batch in a listing.
@@ -89,6 +102,7 @@ type BatchDetailView struct {
 	Audit                         []AuditRow
 	CanFlush, CanCancel, CanRetry bool
 	PreviewURL                    string
+	NotSent                       string // what the delivery section says when nothing went out
 }
 
 // Header is one email header.
@@ -159,10 +173,21 @@ type TypeEditView struct {
 // RecipientView is a recipient looked up by an operator.
 type RecipientView struct {
 	AdminPage
-	Query   string
-	Found   bool
-	Details []Stat
-	Prefs   []Stat
-	Batches []BatchRow
-	Skips   []SkipRow
+	Query string
+	Found bool
+	// SettingsURL is a signed link to the recipient's settings page;
+	// BatchesURL the batch list filtered to them.
+	SettingsURL, BatchesURL string
+	Details                 []Stat
+	Prefs                   []Stat
+	Batches                 []BatchRow
+	Skips                   []SkipRow
+}
+
+// Current marks the chosen link of a toggle.
+func Current(on bool) templ.Attributes {
+	if on {
+		return templ.Attributes{"aria-current": "true"}
+	}
+	return templ.Attributes{}
 }

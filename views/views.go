@@ -6,8 +6,13 @@ package views
 
 import (
 	_ "embed"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
 )
 
 //go:embed zones.txt
@@ -43,6 +48,7 @@ type SettingsView struct {
 	Errors       map[string]string
 	Timezone     string
 	Zones        []string
+	GuessZone    bool // the zone is only the default: a script may offer the browser's
 	DailyAt      string
 	WeeklyOn     []Option
 	WeeklyAt     string
@@ -88,3 +94,48 @@ type MessageView struct {
 
 // f formats a chart coordinate.
 func f(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// FieldAttrs marks a field that has an error as invalid and points it at
+// the message fieldError shows.
+func FieldAttrs(errs map[string]string, name string) templ.Attributes {
+	if _, ok := errs[name]; !ok {
+		return templ.Attributes{}
+	}
+	return templ.Attributes{"aria-invalid": "true", "aria-describedby": ID(name) + "-error"}
+}
+
+// SortedKeys lists a form's error fields in a stable order.
+func SortedKeys(errs map[string]string) []string {
+	keys := make([]string, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ZoneOptions offers zones with current chosen; a current zone not in the
+// list (a hand-made request) is kept, so its error shows what was sent.
+func ZoneOptions(zones []string, current string) []Option {
+	opts := make([]Option, 0, len(zones)+1)
+	found := false
+	for _, z := range zones {
+		opts = append(opts, Option{Value: z, Label: strings.ReplaceAll(z, "_", " "), Selected: z == current})
+		found = found || z == current
+	}
+	if !found {
+		opts = append([]Option{{Value: current, Label: current, Selected: true}}, opts...)
+	}
+	return opts
+}
+
+// FieldName words a form name for the error summary: "max_items" is
+// "Max items", "types.comment.window" is "Comment window".
+func FieldName(name string) string {
+	words := strings.NewReplacer(".", " ", "_", " ").Replace(strings.TrimPrefix(name, "types."))
+	if words == "" {
+		return "Form"
+	}
+	r, size := utf8.DecodeRuneInString(words)
+	return string(unicode.ToUpper(r)) + words[size:]
+}

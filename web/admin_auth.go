@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 )
 
 type operatorKey struct{}
+
+// flashKey holds the message the previous request left for this page.
+type flashKey struct{}
 
 // operatorSessionTTL is how long an operator stays logged in.
 const operatorSessionTTL = 12 * time.Hour
@@ -35,14 +39,64 @@ func (s *Server) requireOperator(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if err != nil || token == "" {
 			if r.Method == http.MethodGet {
-				http.Redirect(w, r, "/admin/login", http.StatusSeeOther)
+				http.Redirect(w, r, loginURL(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
 			s.message(w, r, http.StatusForbidden, "Log in first", "Operator actions need an operator session.")
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), operatorKey{}, op.Email)))
+		ctx := context.WithValue(r.Context(), operatorKey{}, op.Email)
+		if r.Method == http.MethodGet {
+			ctx = context.WithValue(ctx, flashKey{}, s.takeFlash(w, r))
+		}
+		next(w, r.WithContext(ctx))
 	}
+}
+
+// takeFlash reads the message an action left and saves the session
+// without it, so it shows on one page only.
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	sess, err := s.sessions.Get(r, operatorSession)
+	if err != nil {
+		return ""
+	}
+	f := sess.Flashes()
+	if len(f) == 0 {
+		return ""
+	}
+	sess.Save(r, w)
+	msg, _ := f[0].(string)
+	return msg
+}
+
+// loginURL is the login form that returns to page afterwards.
+func loginURL(page string) string {
+	if page == "/admin" {
+		return "/admin/login"
+	}
+	return "/admin/login?" + url.Values{"next": {page}}.Encode()
+}
+
+// localNext returns next if it is a console page on this server, else "".
+// Anything a browser could read as another host is refused: "//evil",
+// "/\evil", absolute URLs, and control characters browsers strip.
+func localNext(next string) string {
+	if len(next) > 2000 || !strings.HasPrefix(next, "/admin") || strings.ContainsAny(next, "\\") {
+		return ""
+	}
+	for _, c := range next {
+		if c < 0x20 || c == 0x7f {
+			return ""
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
+		return ""
+	}
+	if rest := strings.TrimPrefix(u.Path, "/admin"); rest != "" && !strings.HasPrefix(rest, "/") {
+		return ""
+	}
+	return next
 }
 
 func operator(r *http.Request) string {
@@ -51,7 +105,8 @@ func operator(r *http.Request) string {
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, views.Login(views.LoginView{Page: s.page("Log in")}))
+	v := views.LoginView{Page: s.page("Log in"), Next: localNext(r.URL.Query().Get("next"))}
+	s.render(w, r, http.StatusOK, views.Login(v))
 }
 
 // login checks an operator's password. Attempts are throttled per client
@@ -62,7 +117,8 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 // wrong, and a throttled one not which limit it met.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	v := views.LoginView{Page: s.page("Log in"), Email: email}
+	next := localNext(r.PostFormValue("next"))
+	v := views.LoginView{Page: s.page("Log in"), Email: email, Next: next}
 	now := s.now()
 	if !s.loginLimiter.allow(clientIP(r), now) || !s.accountLimiter.allow(strings.ToLower(email), now) {
 		v.Error = "Too many attempts. Wait a minute and try again."
@@ -93,7 +149,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+	if next == "" {
+		next = "/admin"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // logout ends the operator session on the server, then expires its
@@ -115,17 +174,14 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 // adminPage fills what every console page shares.
 func (s *Server) adminPage(r *http.Request, title, section string) views.AdminPage {
 	p := views.AdminPage{Page: s.page(title), Operator: operator(r), Section: section}
-	if sess, err := s.sessions.Get(r, operatorSession); err == nil {
-		if f := sess.Flashes(); len(f) > 0 {
-			p.Flash, _ = f[0].(string)
-		}
-	}
+	p.Flash, _ = r.Context().Value(flashKey{}).(string)
 	return p
 }
 
 // flashRedirect stores a message for the next page and redirects there.
 func (s *Server) flashRedirect(w http.ResponseWriter, r *http.Request, msg, to string) {
 	if sess, err := s.sessions.Get(r, operatorSession); err == nil {
+		sess.Flashes() // pages read flashes without saving: the latest must be the one shown
 		sess.AddFlash(msg)
 		sess.Save(r, w)
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/lull-dev/lull/views"
 )
 
-const timeLayout = "Jan 2 15:04:05"
+// timeLayout names its zone: every time the console shows is UTC.
+const timeLayout = "Jan 2 15:04:05 MST"
 
 func fmtTime(t *time.Time) string {
 	if t == nil || t.IsZero() {
@@ -24,9 +25,20 @@ func fmtTime(t *time.Time) string {
 	return t.UTC().Format(timeLayout)
 }
 
-func batchRow(b *db.Batch) views.BatchRow {
+// displayState is the state an operator sees: an open batch whose closing
+// time has passed (after Flush now, or waiting for a worker) is "due",
+// since it takes no more items and can no longer be flushed or canceled
+// from the console.
+func displayState(b *db.Batch, now time.Time) string {
+	if b.State == db.StateOpen && !b.ClosesAt.After(now) {
+		return "due"
+	}
+	return b.State
+}
+
+func batchRow(b *db.Batch, now time.Time) views.BatchRow {
 	return views.BatchRow{ID: strconv.FormatInt(b.ID, 10), URL: fmt.Sprintf("/admin/batches/%d", b.ID), Recipient: b.RecipientID,
-		Key: b.BatchKey, Mode: b.Mode, State: b.State, Items: strconv.Itoa(b.ItemCount),
+		Key: b.BatchKey, Mode: b.Mode, State: displayState(b, now), Items: strconv.Itoa(b.ItemCount),
 		Opened: fmtTime(&b.OpenedAt), Closes: fmtTime(&b.ClosesAt), Processed: fmtTime(b.ProcessedAt)}
 }
 
@@ -57,7 +69,7 @@ func (s *Server) adminBatches(w http.ResponseWriter, r *http.Request) {
 		v.States = append(v.States, views.Option{Value: st, Label: label, Selected: st == f.State})
 	}
 	for _, b := range bs {
-		v.Rows = append(v.Rows, batchRow(b))
+		v.Rows = append(v.Rows, batchRow(b, s.now()))
 	}
 	if len(bs) == f.Limit {
 		q.Set("cursor", strconv.FormatInt(bs[len(bs)-1].ID, 10))
@@ -73,9 +85,11 @@ func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	v := views.BatchDetailView{AdminPage: s.adminPage(r, "Batch "+strconv.FormatInt(d.ID, 10), "batches"),
-		Batch: batchRow(d.Batch), Reason: d.Reason, PreviewURL: fmt.Sprintf("/admin/batches/%d/preview", d.ID),
-		CanFlush: d.State == db.StateOpen, CanCancel: d.State == db.StateOpen, CanRetry: d.State == db.StateFailed}
+	row := batchRow(d.Batch, s.now())
+	open := row.State == db.StateOpen
+	v := views.BatchDetailView{AdminPage: s.adminPage(r, "Batch "+row.ID, "batches"),
+		Batch: row, Reason: d.Reason, PreviewURL: fmt.Sprintf("/admin/batches/%d/preview", d.ID),
+		CanFlush: open, CanCancel: open, CanRetry: d.State == db.StateFailed, NotSent: notSent(row.State)}
 	for _, it := range d.Items {
 		v.Items = append(v.Items, itemRow(it))
 	}
@@ -109,6 +123,36 @@ func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
 		v.Audit = append(v.Audit, views.AuditRow{At: fmtTime(&a.At), Operator: a.Operator, Action: a.Action, Detail: a.Detail})
 	}
 	s.render(w, r, http.StatusOK, views.BatchDetail(v))
+}
+
+// notSent says why a batch has no delivery.
+func notSent(state string) string {
+	switch state {
+	case db.StateOpen:
+		return "Not sent yet: the batch is still collecting notifications."
+	case "due", db.StateFlushing:
+		return "Being sent: the flush job has it."
+	case db.StateCanceled:
+		return "Not sent: the batch was canceled (see the reason above and the skip log)."
+	}
+	return "No delivery recorded."
+}
+
+// cancelConfirm asks before canceling, so a click never cancels at once,
+// with or without JavaScript.
+func (s *Server) cancelConfirm(w http.ResponseWriter, r *http.Request) {
+	d, err := s.batchDetail(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	row := batchRow(d.Batch, s.now())
+	if row.State != db.StateOpen {
+		s.flashRedirect(w, r, "Nothing to cancel: the batch is "+row.State+".", row.URL)
+		return
+	}
+	v := views.BatchDetailView{AdminPage: s.adminPage(r, "Cancel batch "+row.ID, "batches"), Batch: row}
+	s.render(w, r, http.StatusOK, views.CancelConfirm(v))
 }
 
 func itemRow(it db.Item) views.ItemRow {

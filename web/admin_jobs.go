@@ -23,10 +23,18 @@ func jobRows(jobs []db.Job) []views.JobRow {
 		sched := j.ScheduledAt
 		out = append(out, views.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
 			Attempts: fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts), Scheduled: fmtTime(&sched), Args: j.Args, Error: j.LastError,
-			CanRetry:  j.State == "retryable" || j.State == "discarded" || j.State == "cancelled" || j.State == "scheduled",
+			CanRetry:  ranAndFailed(j),
 			CanCancel: j.State == "retryable" || j.State == "scheduled" || j.State == "available"})
 	}
 	return out
+}
+
+// ranAndFailed is a job worth retrying by hand: it ran, its last run
+// failed, and it will not run again by itself soon. A scheduled job that
+// never ran has nothing to retry.
+func ranAndFailed(j db.Job) bool {
+	stopped := j.State == "retryable" || j.State == "discarded" || j.State == "cancelled"
+	return stopped && j.Attempt > 0 && j.LastError != ""
 }
 
 // adminJobs is the job queue, read from River's own table.

@@ -44,6 +44,9 @@ func (s *Server) batchEmail(r *http.Request) (previewEmail, error) {
 	}
 	ctx := r.Context()
 	fc, err := db.ReadForFlush(ctx, s.DB.Pool, id)
+	if err == nil {
+		err = db.AttachSuppressions(ctx, s.DB.Pool, fc)
+	}
 	if err != nil {
 		return previewEmail{}, err
 	}

@@ -1,13 +1,13 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/views"
 )
 
@@ -17,14 +17,17 @@ func (s *Server) typeEditPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, views.TypeEdit(s.typeEditView(r, typeBody(t), nil)))
+	b := typeBody(t)
+	raw := map[string]string{"max_items": strconv.Itoa(b.MaxItems), "display_limit": strconv.Itoa(b.DisplayLimit)}
+	s.render(w, r, http.StatusOK, views.TypeEdit(s.typeEditView(r, b, raw, nil)))
 }
 
 // typeEditSave validates the form with the API's rules. "Preview" shows
 // the unsaved texts in the frame; "Save" stores them and is audited.
 func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if _, err := db.GetType(r.Context(), s.DB.Pool, key); err != nil {
+	old, err := db.GetType(r.Context(), s.DB.Pool, key)
+	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
@@ -33,7 +36,15 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		Window: f("window"), MaxWait: f("max_wait"), ItemOrder: f("item_order"), ItemText: f("item_text"), GroupText: f("group_text"),
 		Required: f("required") == "on", Lead: f("lead") == "on"}
 	var errs []FieldError
-	var err error
+	if b.Name == "" {
+		errs = append(errs, FieldError{"name", "must not be empty"})
+	}
+	// Only cool-down batches wait: for another mode the page hides these
+	// fields, so what they hold is kept, not judged.
+	if b.DefaultMode != "cooldown" {
+		b.Window, b.MaxWait = preferences.FormatDuration(old.Window()), preferences.FormatDuration(old.MaxWait())
+	}
+	raw := map[string]string{"max_items": f("max_items"), "display_limit": f("display_limit")}
 	if b.MaxItems, err = strconv.Atoi(f("max_items")); err != nil {
 		errs = append(errs, FieldError{"max_items", "must be a whole number"})
 	}
@@ -47,13 +58,12 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		if len(errs) > 0 {
 			status = http.StatusUnprocessableEntity
 		}
-		s.render(w, r, status, views.TypeEdit(s.typeEditView(r, b, errs)))
+		s.render(w, r, status, views.TypeEdit(s.typeEditView(r, b, raw, errs)))
 		return
 	}
-	if old, err := db.GetType(r.Context(), s.DB.Pool, key); err == nil {
-		t.BurstLimit, t.SkipRead = old.BurstLimit, old.SkipRead
-		t.Unsubscribe = old.Unsubscribe // set through the API
-	}
+	// The form does not edit these; the API does.
+	t.BurstLimit, t.SkipRead, t.ViewURL, t.Texts = old.BurstLimit, old.SkipRead, old.ViewURL, old.Texts
+	t.Unsubscribe = old.Unsubscribe
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
 		return
@@ -62,10 +72,12 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	s.flashRedirect(w, r, "Saved type "+key+".", "/admin/types/"+key+"/edit")
 }
 
-func (s *Server) typeEditView(r *http.Request, b TypeBody, errs []FieldError) views.TypeEditView {
+// typeEditView fills the form; raw holds the number fields as typed, so a
+// value that is not a number comes back as it was, next to its error.
+func (s *Server) typeEditView(r *http.Request, b TypeBody, raw map[string]string, errs []FieldError) views.TypeEditView {
 	v := views.TypeEditView{AdminPage: s.adminPage(r, "Type "+b.Key, "types"), Key: b.Key, Name: b.Name, Description: b.Description,
 		Category: b.Category, Required: b.Required, Lead: b.Lead, Window: b.Window, MaxWait: b.MaxWait,
-		MaxItems: strconv.Itoa(b.MaxItems), DisplayLimit: strconv.Itoa(b.DisplayLimit), ItemText: b.ItemText, GroupText: b.GroupText,
+		MaxItems: raw["max_items"], DisplayLimit: raw["display_limit"], ItemText: b.ItemText, GroupText: b.GroupText,
 		Errors: map[string]string{}}
 	for _, e := range errs {
 		v.Errors[e.Field] = e.Message
@@ -99,7 +111,11 @@ func (s *Server) adminRecipient(w http.ResponseWriter, r *http.Request) {
 		v.Found = true
 		b := preferencesBody(rec, prefs)
 		v.Details = []views.Stat{{Label: "Email", Value: rec.Email}, {Label: "Name", Value: rec.Name},
-			{Label: "Time zone", Value: rec.Timezone}, {Label: "Active", Value: fmt.Sprint(rec.Active)}, {Label: "Unsubscribed", Value: fmt.Sprint(rec.Unsubscribed)}}
+			{Label: "Time zone", Value: rec.Timezone},
+			{Label: "Active", Value: yesNo(rec.Active), Note: pick(rec.Active, "the application lets lull email them", "the application turned their email off")},
+			{Label: "Unsubscribed", Value: yesNo(rec.Unsubscribed), Note: pick(rec.Unsubscribed, "only required types reach them", "they get what their preferences say")}}
+		v.SettingsURL, _ = s.Links.SettingsURL(rec.ID, s.now())
+		v.BatchesURL = "/admin/batches?" + url.Values{"recipient": {rec.ID}}.Encode()
 		v.Prefs = []views.Stat{{Label: "Daily digest", Value: b.Digest.DailyAt}, {Label: "Weekly digest", Value: b.Digest.WeeklyOn + " " + b.Digest.WeeklyAt}}
 		if b.QuietHours != nil {
 			v.Prefs = append(v.Prefs, views.Stat{Label: "Quiet hours", Value: b.QuietHours.Start + "–" + b.QuietHours.End})
@@ -113,7 +129,7 @@ func (s *Server) adminRecipient(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, bt := range bs {
-			v.Batches = append(v.Batches, batchRow(bt))
+			v.Batches = append(v.Batches, batchRow(bt, s.now()))
 		}
 		skips, err := db.ListSkips(ctx, s.DB.Pool, 0, id, 50)
 		if err != nil {
@@ -123,4 +139,13 @@ func (s *Server) adminRecipient(w http.ResponseWriter, r *http.Request) {
 		v.Skips = skipRows(skips)
 	}
 	s.render(w, r, http.StatusOK, views.Recipient(v))
+}
+
+func yesNo(b bool) string { return pick(b, "Yes", "No") }
+
+func pick(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
 }

@@ -206,7 +206,7 @@ func TestUndecodableSessionCookies(t *testing.T) {
 		location             string
 	}{
 		{"GET", "/admin", "lull_admin", http.StatusSeeOther, "/admin/login"},
-		{"GET", "/admin/batches", "lull_admin", http.StatusSeeOther, "/admin/login"},
+		{"GET", "/admin/batches", "lull_admin", http.StatusSeeOther, "/admin/login?next=%2Fadmin%2Fbatches"},
 		{"POST", "/admin/batches/1/cancel", "lull_admin", http.StatusForbidden, ""},
 		{"POST", "/admin/logout", "lull_admin", http.StatusSeeOther, "/admin/login"},
 		{"GET", "/settings", "lull_settings", http.StatusUnauthorized, ""},

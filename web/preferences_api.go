@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,8 +195,10 @@ func preferencesBody(r *db.Recipient, prefs map[string]db.TypePreference) Prefer
 			WeeklyOn:   preferences.WeekdayName(time.Weekday(r.WeeklyOn)),
 			WeeklyAt:   preferences.TimeOfDay(r.WeeklyAt).String(),
 			WeeklyDays: weekdayNames(weeklyDays(r)),
-			EveryHours: r.EveryHours,
-			MonthlyDay: r.MonthlyDay,
+			// As the engine reads them: a recipient built in code (never
+			// stored) has zeros, which mean the defaults.
+			EveryHours: cmp.Or(r.EveryHours, preferences.DefaultEveryHours),
+			MonthlyDay: min(max(r.MonthlyDay, 1), 31),
 			MonthlyAt:  preferences.TimeOfDay(r.MonthlyAt).String(),
 		},
 		Unsubscribed: r.Unsubscribed,

@@ -38,6 +38,7 @@ func (s *Server) routes() *patternMux {
 	s.init()
 	mux := &patternMux{ServeMux: http.NewServeMux()}
 	mux.Handle("GET /static/", s.assets)
+	mux.Handle("GET /favicon.ico", s.assets)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 
@@ -63,6 +64,9 @@ func (s *Server) routes() *patternMux {
 	api("GET /api/v1/batches/{id}", s.getBatch)
 	api("POST /api/v1/batches/{id}/flush", s.flushBatch)
 	api("POST /api/v1/batches/{id}/cancel", s.cancelBatch)
+	api("GET /api/v1/suppressions", s.listSuppressions)
+	api("POST /api/v1/suppressions", s.createSuppression)
+	api("DELETE /api/v1/suppressions/{address}", s.deleteSuppression)
 	api("POST /api/v1/simulations", s.bigBodies.gate(s.createSimulation))
 	// The contract needs no key: it holds nothing secret, and a client
 	// generator or a person must be able to read it before having one.
@@ -97,6 +101,7 @@ func (s *Server) routes() *patternMux {
 	admin("GET /admin/batches", s.adminBatches)
 	admin("GET /admin/batches/{id}", s.adminBatch)
 	admin("POST /admin/batches/{id}/flush", s.adminBatchAction("flush", s.Engine.FlushNow))
+	admin("GET /admin/batches/{id}/cancel", s.cancelConfirm)
 	admin("POST /admin/batches/{id}/cancel", s.adminBatchAction("cancel", func(ctx context.Context, id int64) error {
 		return s.Engine.Cancel(ctx, id, "")
 	}))
@@ -113,6 +118,9 @@ func (s *Server) routes() *patternMux {
 	admin("GET /admin/types/{key}/edit", s.typeEditPage)
 	admin("POST /admin/types/{key}/edit", s.typeEditSave)
 	admin("GET /admin/recipients", s.adminRecipient)
+	admin("GET /admin/suppressions", s.adminSuppressions)
+	admin("POST /admin/suppressions", s.adminSuppressionAdd)
+	admin("POST /admin/suppressions/remove", s.adminSuppressionRemove)
 	admin("GET /admin/outbox", s.outboxList)
 	admin("GET /admin/outbox/{id}", s.outboxPage)
 	admin("GET /admin/outbox/{id}/html", s.outboxHTML)

@@ -82,6 +82,9 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Flash = flash
+	// UTC is what a recipient created without a zone has: the page offers
+	// the browser's zone instead (app.js), for the recipient to save.
+	v.GuessZone = rec.Timezone == "" || rec.Timezone == "UTC"
 	// The page shows live data: a browser going back to it must ask again.
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Settings(v))
@@ -111,6 +114,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, errs := applyPreferences(rec, body, known)
 	errs = append(errs, requiredNotOff(types, body)...)
+	errs = append(errs, formNotEmpty(body)...)
 	if len(errs) > 0 {
 		fields := map[string]string{}
 		for _, e := range errs {
@@ -160,6 +164,23 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 		b.Types[t.Key] = TypePref{Mode: mode, Window: f(p + "window"), MaxWait: f(p + "max_wait")}
 	}
 	return b
+}
+
+// formNotEmpty refuses a cleared time or zone, which the API reads as
+// "unchanged" but which on the form would save silently as something the
+// recipient did not see.
+func formNotEmpty(b PreferencesBody) []FieldError {
+	var errs []FieldError
+	for _, f := range []struct{ name, value, msg string }{
+		{"digest.daily_at", b.Digest.DailyAt, "Choose a time for the daily digest."},
+		{"digest.weekly_at", b.Digest.WeeklyAt, "Choose a time for the weekly digest."},
+		{"timezone", b.Timezone, "Choose your time zone."},
+	} {
+		if f.value == "" {
+			errs = append(errs, FieldError{f.name, f.msg})
+		}
+	}
+	return errs
 }
 
 // requiredNotOff refuses "never" for a required type, which the form does
@@ -305,6 +326,12 @@ func plural(n int, unit string) string {
 }
 
 func previewSchedule(b PreferencesBody) preferences.Schedule {
+	if checkZone(b.Timezone) != "" {
+		// Described in UTC, a zone that is not one would read as chosen.
+		s := previewSchedule(PreferencesBody{Timezone: "UTC", Digest: b.Digest, QuietHours: b.QuietHours})
+		s.Location = time.FixedZone("your time zone, once it is valid", 0)
+		return s
+	}
 	r := &db.Recipient{Timezone: b.Timezone, DailyAt: 480, WeeklyOn: 1, WeeklyAt: 480}
 	if t, err := preferences.ParseTimeOfDay(b.Digest.DailyAt); err == nil {
 		r.DailyAt = int(t)

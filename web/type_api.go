@@ -34,7 +34,11 @@ type TypeBody struct {
 	ItemOrder    string `json:"item_order"`
 	ItemText     string `json:"item_text"`
 	GroupText    string `json:"group_text"`
-	BurstLimit   *int   `json:"burst_limit,omitempty"`
+	// ViewURL is where an email's "View all" leads, a type text such as
+	// "https://app.example/docs/{{object.id}}/comments"; empty for the
+	// object's own URL.
+	ViewURL    string `json:"view_url"`
+	BurstLimit *int   `json:"burst_limit,omitempty"`
 	// SkipRead (default true) drops notifications read in the app from
 	// the email that would carry them.
 	SkipRead *bool `json:"skip_read,omitempty"`
@@ -87,7 +91,7 @@ func typeBody(t *db.Type) TypeBody {
 		Key: t.Key, Name: t.Name, Description: t.Description, Category: t.Category, Required: t.Required,
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
-		ItemText: t.ItemText, GroupText: t.GroupText, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
+		ItemText: t.ItemText, GroupText: t.GroupText, ViewURL: t.ViewURL, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
 		Unsubscribe: t.Unsubscribe,
 	}
 }
@@ -103,7 +107,7 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	}
 	t := &db.Type{Key: key, Name: b.Name, Description: b.Description, Category: b.Category, Required: b.Required,
 		Lead: b.Lead, MaxItems: b.MaxItems, DisplayLimit: b.DisplayLimit, ItemOrder: b.ItemOrder,
-		ItemText: b.ItemText, GroupText: b.GroupText, DefaultMode: b.DefaultMode, BurstLimit: 5, SkipRead: b.SkipRead == nil || *b.SkipRead}
+		ItemText: b.ItemText, GroupText: b.GroupText, ViewURL: b.ViewURL, DefaultMode: b.DefaultMode, BurstLimit: 5, SkipRead: b.SkipRead == nil || *b.SkipRead}
 	if t.Name == "" {
 		t.Name = key
 	}
@@ -172,6 +176,11 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 		t.GroupText = mailtemplates.DefaultGroupText(t.Name)
 	} else if err := mailtemplates.ValidateGroupText(t.GroupText); err != nil {
 		add("group_text", err.Error())
+	}
+	if t.ViewURL != "" {
+		if err := mailtemplates.ValidateViewURL(t.ViewURL); err != nil {
+			add("view_url", err.Error())
+		}
 	}
 	t.Texts = localeTexts(b.Texts, add)
 	return t, errs

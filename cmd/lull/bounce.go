@@ -117,14 +117,3 @@ func startBounceReceiver(ctx context.Context, b *BounceConfig, secret []byte, si
 	logger.Info("bounce receiver listening", "addr", ln.Addr().String(), "domain", b.Domain)
 	return ln.Addr().String(), nil
 }
-
-// logSink records reports only in the log. It stands in until the
-// suppression list exists, so that the receiver and webhooks can be set
-// up and watched.
-type logSink struct{ logger *slog.Logger }
-
-func (s logSink) Record(_ context.Context, r bounce.Report) error {
-	s.logger.Warn("bounce report (no suppression list yet: logged only)", "source", r.Source, "kind", r.Kind,
-		"address", r.Address, "status", r.Status, "batch", r.BatchID)
-	return nil
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/lull-dev/lull/bounce"
+	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mail/smtptest"
 	"github.com/lull-dev/lull/mailtemplates"
@@ -75,6 +77,18 @@ func TestBounceWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := relay.WaitFor(t, 1, 5*time.Second)[0].From
+	sendBounce(t, addr, rp, "gone@example.org")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].BatchID != 42 || got[0].Kind != bounce.Hard || got[0].Address != "gone@example.org" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+// sendBounce sends a hard-bounce delivery status notification about
+// address to the return path rp, at the bounce receiver at addr.
+func sendBounce(t *testing.T, addr, rp, address string) {
+	t.Helper()
 	dsn := strings.ReplaceAll(`From: MAILER-DAEMON@mx.example.org
 To: `+rp+`
 MIME-Version: 1.0
@@ -89,7 +103,7 @@ Content-Type: message/delivery-status
 
 Reporting-MTA: dns; mx.example.org
 
-Final-Recipient: rfc822; gone@example.org
+Final-Recipient: rfc822; `+address+`
 Action: failed
 Status: 5.1.1
 
@@ -103,9 +117,41 @@ Status: 5.1.1
 	if err := c.SendMail("", []string{rp}, strings.NewReader(dsn)); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 || got[0].BatchID != 42 || got[0].Kind != bounce.Hard || got[0].Address != "gone@example.org" {
-		t.Fatalf("got %+v", got)
+}
+
+var bounceListening = regexp.MustCompile(`bounce receiver listening.*addr=(\S+)`)
+
+// TestHardBounceEndToEnd runs lull with a return path per email and its
+// bounce receiver: a hard bounce sent to the first email's return path
+// suppresses the address within seconds, and the next batch to it is
+// skipped as bounced.
+func TestHardBounceEndToEnd(t *testing.T) {
+	t.Parallel()
+	relay := smtptest.Start(t)
+	dbURL := dbtest.NewURL(t)
+	env := faultEnv(dbURL, relay)
+	env["LULL_BOUNCE_DOMAIN"], env["LULL_BOUNCE_ADDR"] = "bounces.example.com", "127.0.0.1:0"
+	p := startProcess(t, env)
+	m := bounceListening.FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no bounce receiver in the log:\n%s", p.out.String())
+	}
+	p.post(t, "/api/v1/types/alert", faultAPIKey, `{"default_mode":"immediate"}`)
+	event := `{"type":"alert","recipients":[{"id":"gone","email":"gone@example.org"}]}`
+	p.post(t, "/api/v1/events", faultAPIKey, event)
+	rp := relay.WaitFor(t, 1, 20*time.Second)[0].From
+	if !strings.HasPrefix(rp, "bounces+") || !strings.HasSuffix(rp, "@bounces.example.com") {
+		t.Fatalf("return path %q is not a VERP address", rp)
+	}
+	sendBounce(t, m[1], rp, "gone@example.org")
+	waitUntil(t, 5*time.Second, "the address to be suppressed", func() bool {
+		return queryInt(t, dbURL, `SELECT count(*) FROM suppressions WHERE address = 'gone@example.org' AND reason = 'hard_bounce'`) == 1
+	})
+	p.post(t, "/api/v1/events", faultAPIKey, event)
+	waitUntil(t, 20*time.Second, "the next batch to be skipped as bounced", func() bool {
+		return queryInt(t, dbURL, `SELECT count(*) FROM batches WHERE recipient_id = 'gone' AND state = 'canceled' AND reason = 'bounced'`) == 1
+	})
+	if n := len(relay.Messages()); n != 1 {
+		t.Fatalf("%d emails, want only the one that bounced", n)
 	}
 }

@@ -38,7 +38,11 @@ type Config struct {
 	MailFrom      string
 	Delivery      string
 	Retention     time.Duration
-	Workers       int
+	// SoftBounceThreshold and SoftBounceDecay say when soft bounces
+	// suppress an address (db.SoftBouncePolicy, for suppress.Sink).
+	SoftBounceThreshold int
+	SoftBounceDecay     time.Duration
+	Workers             int
 	// JobTimeout bounds one flush; a job running longer is considered dead
 	// and River rescues it after RescueAfter.
 	JobTimeout  time.Duration
@@ -101,6 +105,8 @@ func (c *Config) vars() []configVar {
 			return nil
 		}},
 		{"LULL_RETENTION", "720h", "how long sent notifications are kept", dur(&c.Retention)},
+		{"LULL_SOFT_BOUNCE_THRESHOLD", "3", "soft bounces (4.x.x) that suppress an address, each within LULL_SOFT_BOUNCE_DECAY of the one before", func(s string) (err error) { c.SoftBounceThreshold, err = strconv.Atoi(s); return err }},
+		{"LULL_SOFT_BOUNCE_DECAY", "168h", "a soft bounce score whose last bounce is older than this starts again from nothing", dur(&c.SoftBounceDecay)},
 		{"LULL_WORKERS", "50", "jobs worked at once by this process", func(s string) (err error) { c.Workers, err = strconv.Atoi(s); return err }},
 		{"LULL_JOB_TIMEOUT", "1m", "how long one flush may take before it counts as stuck", dur(&c.JobTimeout)},
 		{"LULL_RESCUE_AFTER", "2m", "when a stuck flush (a crashed process's) is retried", dur(&c.RescueAfter)},
@@ -193,6 +199,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 		if msg := errs[v[0]]; msg != "" {
 			return nil, fmt.Errorf("%s: %s", v[1], msg)
 		}
+	}
+	if c.SoftBounceThreshold < 1 || c.SoftBounceDecay < time.Minute {
+		return nil, fmt.Errorf("LULL_SOFT_BOUNCE_THRESHOLD must be at least 1 and LULL_SOFT_BOUNCE_DECAY at least 1m")
 	}
 	if c.Retention < 24*time.Hour {
 		return nil, fmt.Errorf("LULL_RETENTION must be at least 24h (partitions are whole days)")

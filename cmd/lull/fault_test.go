@@ -179,11 +179,11 @@ func killDuringFlushWave(t *testing.T, atMostOnce bool) {
 	if got := queryInt(t, dbURL, "SELECT count(*) FROM batches WHERE state = 'sent'"); got != n {
 		t.Errorf("%d of %d batches sent", got, n)
 	}
-	counts := smtp.MessageIDCounts()
+	counts := smtp.BatchCounts()
 	lost := int64Set(t, dbURL, "SELECT batch_id FROM deliveries WHERE possibly_lost")
 	var dupes, missing []int64
 	for id := range all {
-		switch c := counts[messageID(id)]; {
+		switch c := counts[id]; {
 		case c > 1:
 			dupes = append(dupes, id)
 			if atMostOnce || !inFlight[id] {
@@ -287,10 +287,10 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	if n := queryInt(t, dbURL, "SELECT count(*) FROM batches WHERE state <> 'sent'"); n != 0 {
 		t.Errorf("%d batches were not sent after the outage", n)
 	}
-	counts := smtp.MessageIDCounts()
+	counts := smtp.BatchCounts()
 	dupes := 0
 	for id := range batches {
-		switch c := counts[messageID(id)]; {
+		switch c := counts[id]; {
 		case c == 0:
 			t.Errorf("batch %d was recorded sent but never arrived", id)
 		case c > 1:
@@ -340,9 +340,9 @@ func severalProcesses(t *testing.T, n int) {
 	}
 	load.checkAcknowledged(t, dbURL, "sent")
 	sent := int64Set(t, dbURL, "SELECT id FROM batches WHERE state = 'sent'")
-	counts := smtp.MessageIDCounts()
+	counts := smtp.BatchCounts()
 	for id := range sent {
-		if c := counts[messageID(id)]; c != 1 {
+		if c := counts[id]; c != 1 {
 			t.Errorf("batch %d emailed %d times, want once", id, c)
 		}
 	}

@@ -379,8 +379,6 @@ func int64Set(t *testing.T, dbURL, sql string, args ...any) map[int64]bool {
 	return out
 }
 
-func messageID(batchID int64) string { return fmt.Sprintf("<batch-%d@example.com>", batchID) }
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

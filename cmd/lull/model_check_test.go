@@ -272,7 +272,7 @@ func (m *model) load() *world {
 }
 
 var (
-	batchMessageID = regexp.MustCompile(`^<batch-(\d+)@`)
+	batchMessageID = regexp.MustCompile(`^<batch-(\d+)\.`)
 	groupHeading   = regexp.MustCompile(`grp (\w+) (\d+)`)
 	itemToken      = regexp.MustCompile(`tok-\d+-\d+`)
 	andMore        = regexp.MustCompile(`and (\d+) more`)

@@ -19,6 +19,7 @@ import (
 	"github.com/lull-dev/lull/client"
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/localpg"
+	"github.com/lull-dev/lull/db/suppress"
 	"github.com/lull-dev/lull/jobs"
 	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
@@ -172,7 +173,7 @@ func (a *app) build(ctx context.Context) error {
 		}
 	}
 	a.secret = []byte(secret)
-	a.bounces = logSink{a.logger}
+	a.bounces = &suppress.Sink{DB: a.db, Soft: db.SoftBouncePolicy{Threshold: cfg.SoftBounceThreshold, Decay: cfg.SoftBounceDecay}}
 	envelope, err := cfg.Bounces.envelope(a.secret)
 	if err != nil {
 		return err

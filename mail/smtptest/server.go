@@ -218,6 +218,20 @@ func (s *Server) MessageIDCounts() map[string]int {
 	return counts
 }
 
+// BatchCounts counts the kept messages by the batch their Message-ID
+// names ("<batch-42.<installation>@domain>"), so a test need not know the
+// installation's part.
+func (s *Server) BatchCounts() map[int64]int {
+	counts := map[int64]int{}
+	for id, n := range s.MessageIDCounts() {
+		var batch int64
+		if _, err := fmt.Sscanf(id, "<batch-%d.", &batch); err == nil {
+			counts[batch] += n
+		}
+	}
+	return counts
+}
+
 // Received counts every message accepted since the start.
 func (s *Server) Received() int {
 	s.mu.Lock()

@@ -1,6 +1,9 @@
 package batching
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,11 +25,17 @@ type Envelope struct {
 	Brand mailtemplates.Brand
 }
 
-// Address fills in's sender, Message-ID, date and footer links for an
-// email sent at now.
+// Address fills in's sender, Message-ID, thread and list, date and
+// footer links for an email sent at now.
 func (e Envelope) Address(in *mailtemplates.Input, now time.Time) {
 	in.From, in.Date, in.Brand = e.From, now, e.Brand
-	in.MessageID = messageID(in.BatchID, e.From)
+	domain := mailDomain(e.From)
+	in.MessageID = e.MessageID(in.BatchID)
+	in.ThreadID = ""
+	if in.ThreadKey != "" {
+		in.ThreadID = "thread." + e.tag("thread", in.Recipient.ID, in.ThreadKey) + "@" + domain
+	}
+	in.ListID = listID(in, domain)
 	in.SettingsURL, _ = e.Links.SettingsURL(in.Recipient.ID, now)
 	in.UnsubscribeURL = e.Links.UnsubscribeURL(in.Recipient.ID, typeKeys(in.Groups), now)
 }
@@ -51,10 +60,11 @@ func required(fc *db.FlushContent) bool {
 	return t != nil && t.Required
 }
 
-// threadKey is the batch key an email's unsubscribe link stops instead of
-// its type: set when the batch holds one type that unsubscribes by
-// thread, and the events named a thread (a batch_key of their own).
-func threadKey(fc *db.FlushContent) string {
+// unsubscribeThread is the batch key an email's unsubscribe link stops
+// instead of its type: set when the batch holds one type that
+// unsubscribes by thread, and the events named a thread (a batch_key of
+// their own).
+func unsubscribeThread(fc *db.FlushContent) string {
 	b := fc.Batch
 	if b.TypeKey == nil {
 		return ""
@@ -66,14 +76,92 @@ func threadKey(fc *db.FlushContent) string {
 	return b.BatchKey
 }
 
-// messageID is derived from the batch alone, so a resend after a crash
-// carries the same Message-ID and mail systems can tell it is one email.
-func messageID(batchID int64, from string) string {
-	domain := "lull.localhost"
-	if _, d, ok := strings.Cut(from, "@"); ok && d != "" {
-		domain = strings.Trim(d, "> ")
+// MessageID is the batch's Message-ID, "batch-42.<installation>@domain".
+// It is derived from the batch, so a resend after a crash carries the
+// same one and mail systems can tell it is one email; and from the
+// installation's secret (LULL_SECRET, or the secret generated once and
+// stored in the database) through an HMAC, so two installations sending
+// from one domain never reuse each other's batch-1, and the ID reveals
+// nothing of the secret. Rotating the secret changes the Message-IDs of
+// batches sent after it, which only matters for a retry in flight.
+func (e Envelope) MessageID(batchID int64) string {
+	return fmt.Sprintf("batch-%d.%s@%s", batchID, e.tag("installation"), mailDomain(e.From))
+}
+
+// tag is a short, stable HMAC of parts under the installation's secret,
+// in lower-case base32 so it fits a Message-ID's left side.
+func (e Envelope) tag(parts ...string) string {
+	h := hmac.New(sha256.New, e.Links.Secret)
+	h.Write([]byte("lull message-id"))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
 	}
-	return fmt.Sprintf("batch-%d@%s", batchID, domain)
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:10]))
+}
+
+func mailDomain(from string) string {
+	if _, d, ok := strings.Cut(from, "@"); ok {
+		if d = strings.Trim(d, "> "); d != "" {
+			return d
+		}
+	}
+	return "lull.localhost"
+}
+
+// listID names the list an email belongs to (RFC 2919), so a recipient can
+// filter one type: `"Comments" <comment-created.example.com>`; a digest of
+// several types is its own list.
+func listID(in *mailtemplates.Input, domain string) string {
+	label, name := "updates", "Updates"
+	switch {
+	case in.Mode == "daily" || in.Mode == "weekly":
+		label, name = in.Mode+"-digest", strings.ToUpper(in.Mode[:1])+in.Mode[1:]+" digest"
+	case len(in.Groups) == 1:
+		label, name = in.Groups[0].Type.Key, in.Groups[0].Type.Name
+	}
+	label = strings.Trim(strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '-'
+	}, label), "-")
+	if len(label) > 60 {
+		label = strings.Trim(label[:60], "-")
+	}
+	if label == "" {
+		label = "updates"
+	}
+	return mailtemplates.Subject(name) + " <" + label + "." + strings.ToLower(domain) + ">"
+}
+
+// threadKey is what the batch's emails thread on: the event's batch key
+// ("comment.created+document:7"), or, without one, the one object every
+// item is about. A digest, or a batch about many objects, starts no
+// thread: successive ones are not about one thing.
+func threadKey(b *db.Batch, in *mailtemplates.Input) string {
+	if b.Mode == "daily" || b.Mode == "weekly" || len(in.Groups) != 1 {
+		return ""
+	}
+	if strings.Contains(b.BatchKey, "+") {
+		return b.BatchKey
+	}
+	g := in.Groups[0]
+	obj := ""
+	for i, it := range g.Items {
+		o := it.Object.Type + ":" + it.Object.ID
+		if it.Object.ID == "" || (i > 0 && o != obj) {
+			return ""
+		}
+		obj = o
+	}
+	if obj == "" || g.Total != len(g.Items) {
+		return ""
+	}
+	return g.Type.Key + "+object:" + obj
 }
 
 // Composed is a batch's email, or the reason it sends none.
@@ -103,8 +191,9 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 		return c, err
 	}
 	in := input(fc.Batch, rec, items, fc.Types)
+	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
-	if key := threadKey(fc); key != "" {
+	if key := unsubscribeThread(fc); key != "" {
 		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now), true
 	}
 	if c.Message, err = mailtemplates.Render(in); err != nil {
@@ -114,9 +203,9 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 }
 
 // wanted sorts a batch's items into those still to send and those the
-// recipient no longer wants. Items read in the app left the batch, and
-// were logged, when they were read, so only what was muted or
-// unsubscribed is logged here.
+// recipient no longer wants or the suppression list stops. Items read in
+// the app left the batch, and were logged, when they were read, so only
+// what was muted, unsubscribed or suppressed is logged here.
 func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var rec *db.Recipient
 	policies := make(map[string]preferences.Policy, len(fc.Types))
@@ -134,7 +223,8 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	// else nothing (all were retracted).
 	reason := db.SkipRetracted
 	var items []db.Item
-	muted := map[string]int{} // type -> items dropped
+	muted := map[string]int{}   // type -> items dropped
+	stopped := map[string]int{} // type -> items the suppression list stops
 	for _, it := range fc.Items {
 		typ, ok := fc.Types[it.TypeKey]
 		switch {
@@ -142,6 +232,8 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			return nil, nil, Composed{}, fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
 		case it.ReadAt != nil && typ.SkipRead:
 			reason = db.SkipRead
+		case fc.Suppression.Stops(typ.Required):
+			stopped[it.TypeKey]++
 		case policies[it.TypeKey].Mode == preferences.Never:
 			muted[it.TypeKey]++
 		default:
@@ -155,6 +247,9 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	if len(muted) > 0 {
 		reason = mutedWhy
 	}
+	if len(stopped) > 0 {
+		reason = fc.Suppression.SkipReason()
+	}
 	switch {
 	case rec != nil && !rec.Active:
 		return nil, nil, Composed{Skip: db.SkipInactive}, nil
@@ -166,6 +261,9 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var c Composed
 	for key, n := range muted {
 		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: mutedWhy})
+	}
+	for key, n := range stopped {
+		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: fc.Suppression.SkipReason()})
 	}
 	return items, rec, c, nil
 }

@@ -63,7 +63,7 @@ func Schedule(r *db.Recipient) preferences.Schedule {
 // TemplateType is a stored type as email shows it.
 func TemplateType(t *db.Type) mailtemplates.Type {
 	return mailtemplates.Type{Key: t.Key, Name: t.Name, Category: t.Category, ItemText: t.ItemText, GroupText: t.GroupText,
-		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder}
+		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL}
 }
 
 // input is the view model of a batch's email: one group per type,

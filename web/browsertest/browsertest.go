@@ -120,3 +120,53 @@ func WaitURL(t *testing.T, ctx context.Context, part string) {
 	}
 	t.Fatalf("page did not reach an address with %q", part)
 }
+
+// axeVersion is the axe-core release .ci/run installs.
+const axeVersion = "4.11.0"
+
+// axeScript finds axe.min.js: LULL_AXE_JS, else where .ci/run installs
+// it (npm install --prefix $XDG_CACHE_HOME/lull/npm).
+func axeScript(t *testing.T) []byte {
+	t.Helper()
+	path := os.Getenv("LULL_AXE_JS")
+	if path == "" {
+		cache, _ := os.UserCacheDir()
+		path = filepath.Join(cache, "lull", "npm", "node_modules", "axe-core", "axe.min.js")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		hint := "npm install --prefix ~/.cache/lull/npm axe-core@" + axeVersion
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no axe-core at %s; CI must install it (%s)", path, hint)
+		}
+		t.Skipf("no axe-core at %s: %s to run the accessibility checks", path, hint)
+	}
+	return b
+}
+
+// Axe runs axe-core on the current page and returns one line per
+// violation of any impact, naming the rule and the elements.
+func Axe(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	src := axeScript(t)
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// DevTools evaluation is not bound by the page's script policy, so
+	// the page's CSP needs no exception for the test.
+	if _, err := chromedp.Run(tctx, chromedp.Evaluate[bool](string(src)+";true")); err != nil {
+		t.Fatalf("load axe: %v", err)
+	}
+	lines, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`axe.run(document, {resultTypes: ["violations"]}).then(r =>
+		r.violations.flatMap(v => v.nodes.map(n => v.impact + " " + v.id + ": " + n.target.join(" ") + " — " + n.failureSummary.replace(/\s+/g, " "))))`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe: %v", err)
+	}
+	return lines
+}
+
+// Tab presses the Tab key once.
+func Tab(t *testing.T, ctx context.Context) {
+	t.Helper()
+	Do(t, ctx, chromedp.KeyEvent("\t"))
+}
