@@ -128,7 +128,7 @@ func SaveType(ctx context.Context, q Querier, t *Type) error {
 		INSERT INTO notification_types (key, name, description, category, required, default_mode, window_ms,
 		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at, view_url, texts,
 		    unsubscribe)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, coalesce(nullif($19, ''), 'type'))
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, coalesce(nullif($20, ''), 'type'))
 		ON CONFLICT (key) DO UPDATE SET
 		    name = EXCLUDED.name, description = EXCLUDED.description, category = EXCLUDED.category,
 		    required = EXCLUDED.required, default_mode = EXCLUDED.default_mode,
