@@ -67,7 +67,7 @@ type Recipient struct {
 // hand.
 type Input struct {
 	BatchID   int64
-	Mode      string // "immediate", "cooldown", "daily" or "weekly"
+	Mode      string // "immediate", "cooldown", or a digest: "hourly", "daily", "weekly", "monthly"
 	Recipient Recipient
 	Since     time.Time // when the batch opened, for "since Monday"
 	Groups    []Group   // in the order they are shown

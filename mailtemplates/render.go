@@ -242,13 +242,11 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 		}
 		v.Preheader = first.Heading
 		return v.Title
-	case in.Mode == "daily" || in.Mode == "weekly" || len(v.Groups) > 1:
+	case isDigest(in.Mode) || len(v.Groups) > 1:
 		v.Layout = layoutDigest
-		switch in.Mode {
-		case "daily", "weekly":
+		v.Title = "Your updates"
+		if isDigest(in.Mode) {
 			v.Title = "Your " + in.Mode + " digest"
-		default:
-			v.Title = "Your updates"
 		}
 		v.Summary = summary(v.Groups, total, sinceLabel(in.Since, now, loc))
 		v.Preheader = v.Summary
@@ -765,4 +763,10 @@ func wrap(s, first, rest string) string {
 // has always marked headings.
 func rule(s, char string) string {
 	return strings.Repeat(char, min(max(utf8.RuneCountInString(s), 3), textWidth))
+}
+
+// isDigest reports whether mode gathers every type into one email at set
+// times (preferences.Mode.Digest, which this package does not import).
+func isDigest(mode string) bool {
+	return mode == "hourly" || mode == "daily" || mode == "weekly" || mode == "monthly"
 }

@@ -181,7 +181,7 @@ func (s *Server) adminPage(r *http.Request, title, section string) views.AdminPa
 // flashRedirect stores a message for the next page and redirects there.
 func (s *Server) flashRedirect(w http.ResponseWriter, r *http.Request, msg, to string) {
 	if sess, err := s.sessions.Get(r, operatorSession); err == nil {
-		sess.Flashes() // pages read flashes without saving: the latest must be the one shown
+		sess.Flashes() // a message not shown yet gives way to the latest
 		sess.AddFlash(msg)
 		sess.Save(r, w)
 	}

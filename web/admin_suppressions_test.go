@@ -32,8 +32,21 @@ func TestConsoleSuppressionsListSearchAddRemove(t *testing.T) {
 		doc.Find(`[data-testid="suppression-row"] td:first-child`).Each(func(_ int, s *goquery.Selection) { out = append(out, s.Text()) })
 		return out
 	}
-	flash := func() string {
-		_, doc := getDoc(t, c, page)
+	// post posts the form and returns the message on the page it leads
+	// to, the one page a message shows on.
+	post := func(to string, f url.Values) string {
+		req, _ := http.NewRequest("POST", to, strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		doc, err := goquery.NewDocumentFromReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return doc.Find(`[data-testid="flash"]`).Text()
 	}
 	_, doc := getDoc(t, c, a.srv.URL+"/admin")
@@ -41,8 +54,7 @@ func TestConsoleSuppressionsListSearchAddRemove(t *testing.T) {
 		t.Fatal("the console's menu has no Suppressions link")
 	}
 
-	postForm(t, c, page, url.Values{"address": {"Bob@Example.com"}, "reason": {"complaint"}, "detail": {"<script>alert(1)</script>"}})
-	if f := flash(); !strings.Contains(f, "Suppressed bob@example.com") {
+	if f := post(page, url.Values{"address": {"Bob@Example.com"}, "reason": {"complaint"}, "detail": {"<script>alert(1)</script>"}}); !strings.Contains(f, "Suppressed bob@example.com") {
 		t.Fatalf("flash after adding: %q", f)
 	}
 	if got := rows(""); len(got) != 1 || got[0] != "bob@example.com" {
@@ -51,8 +63,7 @@ func TestConsoleSuppressionsListSearchAddRemove(t *testing.T) {
 	if n := countRows(t, a.db, "SELECT count(*) FROM recipients WHERE id = 'u_bob' AND unsubscribed"); n != 1 {
 		t.Error("a complaint added in the console left the recipient subscribed")
 	}
-	postForm(t, c, page, url.Values{"address": {"not an address"}})
-	if f := flash(); !strings.Contains(f, "Not added: address") {
+	if f := post(page, url.Values{"address": {"not an address"}}); !strings.Contains(f, "Not added: address") {
 		t.Fatalf("flash after a bad address: %q", f)
 	}
 	// A form posted from another site is refused.
@@ -69,12 +80,10 @@ func TestConsoleSuppressionsListSearchAddRemove(t *testing.T) {
 		t.Fatalf("search for bo found %v", got)
 	}
 
-	postForm(t, c, page+"/remove", url.Values{"address": {"bob@example.com"}})
-	if f := flash(); !strings.Contains(f, "Removed bob@example.com") {
+	if f := post(page+"/remove", url.Values{"address": {"bob@example.com"}}); !strings.Contains(f, "Removed bob@example.com") {
 		t.Fatalf("flash after removing: %q", f)
 	}
-	postForm(t, c, page+"/remove", url.Values{"address": {"bob@example.com"}})
-	if f := flash(); !strings.Contains(f, "Nothing done") {
+	if f := post(page+"/remove", url.Values{"address": {"bob@example.com"}}); !strings.Contains(f, "Nothing done") {
 		t.Fatalf("flash after removing twice: %q", f)
 	}
 	if n := countRows(t, a.db, "SELECT count(*) FROM audit_log WHERE object_type = 'suppression' AND operator = 'ops@example.com'"); n != 2 {

@@ -115,7 +115,7 @@ func mailDomain(from string) string {
 func listID(in *mailtemplates.Input, domain string) string {
 	label, name := "updates", "Updates"
 	switch {
-	case in.Mode == "daily" || in.Mode == "weekly":
+	case preferences.Mode(in.Mode).Digest():
 		label, name = in.Mode+"-digest", strings.ToUpper(in.Mode[:1])+in.Mode[1:]+" digest"
 	case len(in.Groups) == 1:
 		label, name = in.Groups[0].Type.Key, in.Groups[0].Type.Name
@@ -143,7 +143,7 @@ func listID(in *mailtemplates.Input, domain string) string {
 // item is about. A digest, or a batch about many objects, starts no
 // thread: successive ones are not about one thing.
 func threadKey(b *db.Batch, in *mailtemplates.Input) string {
-	if b.Mode == "daily" || b.Mode == "weekly" || len(in.Groups) != 1 {
+	if preferences.Mode(b.Mode).Digest() || len(in.Groups) != 1 {
 		return ""
 	}
 	if strings.Contains(b.BatchKey, "+") {
