@@ -270,6 +270,9 @@ type Type struct {
 	SkipRead     *bool  `json:"skip_read,omitempty"`
 	// Texts are the type's texts per locale, keyed by BCP 47 tag.
 	Texts map[string]TypeTexts `json:"texts,omitempty"`
+	// Unsubscribe is what an email's one-click link stops: "type" or
+	// "thread" (only the email's batch, such as one document's comments).
+	Unsubscribe string `json:"unsubscribe,omitempty"`
 }
 
 // TypeTexts are a type's texts in one locale; what is left empty falls

@@ -631,6 +631,8 @@ type FlushContent struct {
 	// Suppression is the recipient's address's entry on the suppression
 	// list, set by AttachSuppressions; nil when the address is not on it.
 	Suppression *Suppression
+	// ThreadMuted says the recipient unsubscribed from the batch's key.
+	ThreadMuted bool
 }
 
 // The reads of a flush, each about the batches in $1. Types and
@@ -714,6 +716,7 @@ func lockForFlush(ctx context.Context, tx BatchSender, ids []int64, lockQuery st
 	q.Queue(flushItemsQuery, ids)
 	q.Queue(flushTypesQuery, ids)
 	q.Queue(flushPrefsQuery, ids)
+	q.Queue(mutedBatchesQuery, ids)
 	res := tx.SendBatch(ctx, &q)
 	defer res.Close()
 
@@ -747,6 +750,9 @@ func lockForFlush(ctx context.Context, tx BatchSender, ids []int64, lockQuery st
 	}
 	if err := readFlushSettings(res, out); err != nil {
 		return nil, fmt.Errorf("batch recipients: %w", err)
+	}
+	if err := readMutedBatches(res, out); err != nil {
+		return nil, fmt.Errorf("muted threads: %w", err)
 	}
 	return out, res.Close()
 }

@@ -51,6 +51,8 @@ type FlushWorker struct {
 	Sender mail.Sender
 	Links  mailtemplates.Links
 	From   string
+	// Brands is the host product's brand for every email; nil is neutral.
+	Brands *batching.Brands
 	// AtMostOnce marks a delivery sent before SMTP is asked, so a crash
 	// mid-send can lose an email but never send one twice.
 	AtMostOnce bool
@@ -372,7 +374,7 @@ func (p *sendPlan) take(c batching.Composed) {
 }
 
 func (w *FlushWorker) envelope() batching.Envelope {
-	return batching.Envelope{From: w.From, Links: w.Links}
+	return batching.Envelope{From: w.From, Links: w.Links, Brand: w.Brands.Get(context.Background())}
 }
 
 func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {

@@ -45,10 +45,75 @@ func (l Links) SettingsURL(recipientID string, now time.Time) (string, time.Time
 	return l.url("/settings/enter", l.Token(PurposeSettings, recipientID, exp)), exp
 }
 
-// UnsubscribeURL returns the one-click unsubscribe link for recipientID.
-func (l Links) UnsubscribeURL(recipientID string, now time.Time) string {
+// UnsubscribeURL returns the one-click unsubscribe link for recipientID
+// that stops the notification types in types: the ones the email showed,
+// so that a recipient tired of comments keeps getting security alerts.
+// With no types, the link unsubscribes from everything; so does the link
+// of an email with so many types that naming them all would make the
+// List-Unsubscribe header longer than a mail line may be (998 bytes).
+func (l Links) UnsubscribeURL(recipientID string, types []string, now time.Time) string {
 	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
-	return l.url("/unsubscribe", l.Token(PurposeUnsubscribe, recipientID, exp))
+	scope := strings.Join(types, ",")
+	if len(scope) > maxScope {
+		scope = ""
+	}
+	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, scope, exp))
+}
+
+// maxScope bounds the types an unsubscribe link names, in bytes: with
+// the rest of the token, base64 and the address, the link stays well
+// under a mail line.
+const maxScope = 300
+
+// WithinSettingsTTL reports whether an unsubscribe token (already
+// verified) was made so recently that its email's settings link still
+// works. Only then may the page after an unsubscribe link to the settings
+// with a fresh token: an unsubscribe link lives 90 days, and must not
+// become a way into the settings long after the email's own settings
+// link expired.
+func (l Links) WithinSettingsTTL(token string, now time.Time) bool {
+	p, _, _ := strings.Cut(token, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	parts := strings.Split(string(payload), "\n")
+	if err != nil || len(parts) < 3 {
+		return false
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return false
+	}
+	made := time.Unix(exp, 0).Add(-orDefault(l.UnsubscribeTTL, 90*24*time.Hour))
+	return now.Before(made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour)))
+}
+
+// UnsubscribeThreadURL returns the one-click unsubscribe link that stops
+// one thread: the batch key of an email whose type unsubscribes by
+// thread, such as the comments on one document.
+func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time) string {
+	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
+	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, threadMark+batchKey, exp))
+}
+
+// threadMark starts the data of a thread's link; type keys cannot hold it.
+const threadMark = "="
+
+// UnsubscribeTypes splits the data of an unsubscribe token (see
+// VerifyData) into its type keys; none means everything, as links made
+// before types were named meant. A thread's link has no types.
+func UnsubscribeTypes(data string) []string {
+	if data == "" || strings.HasPrefix(data, threadMark) {
+		return nil
+	}
+	return strings.Split(data, ",")
+}
+
+// UnsubscribeThread returns the batch key a thread's link stops, or "".
+func UnsubscribeThread(data string) string {
+	key, _ := strings.CutPrefix(data, threadMark)
+	if key == data {
+		return ""
+	}
+	return key
 }
 
 func (l Links) url(path, token string) string {
@@ -57,35 +122,69 @@ func (l Links) url(path, token string) string {
 
 // Token signs (purpose, recipient, expiry).
 func (l Links) Token(purpose, recipientID string, exp time.Time) string {
-	payload := purpose + "\n" + recipientID + "\n" + strconv.FormatInt(exp.Unix(), 10)
+	return l.SignedToken(purpose, recipientID, "", exp)
+}
+
+// SignedToken signs (purpose, recipient, expiry, data). data says what
+// the link does (the types an unsubscribe link stops). Without data the
+// token is exactly the three-line form links had before data existed,
+// so every link already sent keeps verifying: RFC 8058 expects an
+// email's one-click link to work long after it was sent. With data the
+// first line is marked and the free-text fields are escaped, so no
+// recipient id, however odd, can make one form read as the other.
+func (l Links) SignedToken(purpose, recipientID, data string, exp time.Time) string {
+	when := strconv.FormatInt(exp.Unix(), 10)
+	payload := purpose + "\n" + recipientID + "\n" + when
+	if data != "" {
+		payload = purpose + withData + "\n" + url.QueryEscape(recipientID) + "\n" + when + "\n" + url.QueryEscape(data)
+	}
 	enc := base64.RawURLEncoding
 	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(l.mac(payload))
 }
 
+// withData marks the purpose line of a token that carries data.
+const withData = ";data"
+
 // Verify checks a token for purpose and returns its recipient.
 func (l Links) Verify(token, purpose string, now time.Time) (string, error) {
+	id, _, err := l.VerifyData(token, purpose, now)
+	return id, err
+}
+
+// VerifyData checks a token for purpose and returns its recipient and
+// data ("" for a token made without).
+func (l Links) VerifyData(token, purpose string, now time.Time) (recipientID, data string, err error) {
 	enc := base64.RawURLEncoding
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok {
-		return "", ErrBadLink
+		return "", "", ErrBadLink
 	}
 	payload, err1 := enc.DecodeString(p)
 	mac, err2 := enc.DecodeString(sig)
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, l.mac(string(payload))) {
-		return "", ErrBadLink
+		return "", "", ErrBadLink
 	}
-	parts := strings.SplitN(string(payload), "\n", 3)
-	if len(parts) != 3 || parts[0] != purpose {
-		return "", ErrBadLink
+	parts := strings.Split(string(payload), "\n")
+	switch {
+	case len(parts) == 3 && parts[0] == purpose:
+	case len(parts) == 4 && parts[0] == purpose+withData:
+		var err1, err2 error
+		parts[1], err1 = url.QueryUnescape(parts[1])
+		data, err2 = url.QueryUnescape(parts[3])
+		if err1 != nil || err2 != nil {
+			return "", "", ErrBadLink
+		}
+	default:
+		return "", "", ErrBadLink
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return "", ErrBadLink
+		return "", "", ErrBadLink
 	}
 	if now.Unix() > exp {
-		return "", ErrExpiredLink
+		return "", "", ErrExpiredLink
 	}
-	return parts[1], nil
+	return parts[1], data, nil
 }
 
 func (l Links) mac(payload string) []byte {

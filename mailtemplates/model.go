@@ -86,5 +86,27 @@ type Input struct {
 	Date time.Time
 	// SettingsURL and UnsubscribeURL are the signed links of the footer.
 	SettingsURL, UnsubscribeURL string
-	ProductName                 string // "lull" when empty
+	// UnsubscribeThread says the unsubscribe link stops only this
+	// email's thread, and the footer says so.
+	UnsubscribeThread bool
+	// Brand is the host product the email speaks for; its fields are
+	// promoted, so in.ProductName is the brand's name.
+	Brand
+}
+
+// Brand is the host product's identity on emails and recipient pages.
+// lull runs inside someone else's product, so a recipient sees that
+// product's name, never lull's: an empty ProductName gives a neutral
+// email that names no product at all.
+type Brand struct {
+	ProductName string
+	// ProductURL links the name in the email's header; LogoURL is an image
+	// shown beside it. Both are http or https (see Brand.Check).
+	ProductURL, LogoURL string
+	// Color is "#rrggbb", dark enough for white text on it; empty keeps
+	// lull's neutral indigo.
+	Color string
+	// FromName is the From display name; empty falls back to the display
+	// name in LULL_MAIL_FROM, then to ProductName.
+	FromName string
 }

@@ -73,7 +73,6 @@ const (
 // is. No field holds markup.
 type view struct {
 	Layout    string
-	Product   string
 	Title     string // <title>, the digest's h1, the single item's headline
 	Context   string // single layout: the group heading above the item
 	Body      string // single layout: an item too long to be the headline
@@ -89,6 +88,11 @@ type view struct {
 	// UnsubscribeURL is the same one-click URL as the header; a GET on it
 	// shows a confirmation page.
 	UnsubscribeURL string
+	// Product is the brand's name, empty for a neutral email; ProductURL,
+	// Logo and Accent are the rest of the brand, safe to use as they are.
+	Product, ProductURL, Logo, Accent string
+	// UnsubscribeLabel names what the unsubscribe link stops.
+	UnsubscribeLabel string
 }
 
 type groupView struct {
@@ -153,13 +157,20 @@ func Render(in Input) (*Message, error) {
 	}
 	var cache textCache
 	v := view{
-		Product:        oneLine(in.ProductName),
+		Product:        clip(oneLine(in.ProductName), maxBrandName),
+		ProductURL:     safeURL(in.ProductURL),
+		Logo:           safeURL(in.LogoURL),
+		Accent:         in.Accent(),
 		Email:          oneLine(in.Recipient.Email),
 		SettingsURL:    in.SettingsURL,
 		UnsubscribeURL: in.UnsubscribeURL,
 	}
-	if v.Product == "" {
-		v.Product = "lull"
+	v.UnsubscribeLabel = "Unsubscribe"
+	if in.UnsubscribeThread {
+		v.UnsubscribeLabel = "Unsubscribe from this thread"
+	}
+	if _, ok := luminance(v.Accent); !ok {
+		v.Accent = DefaultColor // html/template would refuse it anyway
 	}
 	total := 0
 	for _, g := range in.Groups {
@@ -182,7 +193,7 @@ func Render(in Input) (*Message, error) {
 
 	subject := v.compose(in, total, now, loc)
 	if strings.TrimSpace(subject) == "" {
-		subject = v.Product + ": " + plural(total, "update", "updates")
+		subject = strings.TrimPrefix(v.Product+": ", ": ") + plural(total, "update", "updates")
 	}
 	subject = Subject(subject)
 	if v.Title == "" {
@@ -199,7 +210,7 @@ func Render(in Input) (*Message, error) {
 		return nil, fmt.Errorf("render batch %d text: %w", in.BatchID, err)
 	}
 	return &Message{
-		From:           in.From,
+		From:           in.Sender(in.From),
 		To:             in.Recipient.Email,
 		ToName:         oneLine(in.Recipient.Name),
 		Subject:        subject,

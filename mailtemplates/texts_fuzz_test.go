@@ -73,7 +73,7 @@ func FuzzTypeText(f *testing.F) {
 			in := Input{BatchID: 7, Mode: "cooldown", Recipient: Recipient{ID: "u", Name: value, Email: "bob@example.com", Location: time.UTC},
 				Since: now.Add(-2 * time.Hour), Date: now, From: "lull@example.com", MessageID: "batch-7@example.com",
 				Groups:      []Group{{Type: typ, Total: n, Items: items, ActorNames: []string{value}, ActorCount: 1}},
-				SettingsURL: "https://lull.example/settings", UnsubscribeURL: "https://lull.example/unsubscribe", ProductName: value}
+				SettingsURL: "https://lull.example/settings", UnsubscribeURL: "https://lull.example/unsubscribe", Brand: Brand{ProductName: value}}
 			msg, err := Render(in)
 			if err != nil {
 				t.Fatalf("text %q validated but rendering %d items failed: %v", text, n, err)

@@ -27,6 +27,10 @@ type Page struct {
 	CSSURL string
 	JSURL  string
 	Flash  string
+	// Suffix follows the title ("Settings · Acme Docs"); Brand heads a
+	// recipient's page. Both are the host product's on recipient pages.
+	Suffix string
+	Brand  Brand
 }
 
 // Option is one choice of a select or radio group.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -29,7 +30,7 @@ func shown(m *mailtemplates.Message) previewEmail {
 }
 
 func (s *Server) envelope() batching.Envelope {
-	return batching.Envelope{From: s.MailFrom, Links: s.Links}
+	return batching.Envelope{From: s.MailFrom, Links: s.Links, Brand: s.Brands.Get(context.Background())}
 }
 
 // batchEmail is a stored batch's email: the copy the outbox kept when the

@@ -48,12 +48,13 @@ func serveAPI(t *testing.T, d *db.DB) *apiBundle {
 		t.Fatal(err)
 	}
 	links := mailtemplates.Links{BaseURL: "http://lull.test", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	flush := &jobs.FlushWorker{DB: d, Sender: &mail.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com"}
+	brands := &batching.Brands{DB: d.Pool}
+	flush := &jobs.FlushWorker{DB: d, Sender: &mail.Outbox{DB: d}, Links: links, Logger: logger, From: "lull@example.com", Brands: brands}
 	client, err := jobs.NewClient(d, jobs.Config{Workers: 1, JobTimeout: time.Minute, RescueAfter: time.Hour, SweepEvery: time.Hour, Retention: 720 * time.Hour}, flush, logger, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links, MailFrom: "lull@example.com", Jobs: jobs.Control{Client: client},
+	s := &web.Server{DB: d, Logger: logger, BaseURL: "http://lull.test", Links: links, MailFrom: "lull@example.com", Brands: brands, Jobs: jobs.Control{Client: client},
 		Engine: &batching.Engine{DB: d, Scheduler: &jobs.Scheduler{Client: client}, Logger: logger}}
 	s.Feed = &web.FeedHub{DB: d, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -284,7 +285,7 @@ func TestUnsubscribeInBrowser(t *testing.T) {
 		}
 		return resp.StatusCode, doc
 	}
-	link := a.web.Links.UnsubscribeURL("u_bob", time.Now())
+	link := a.web.Links.UnsubscribeURL("u_bob", nil, time.Now())
 	status, doc := page("GET", link)
 	action, _ := doc.Find("form").Attr("action")
 	if status != 200 || !strings.HasPrefix(link, "http://lull.test"+action) || doc.Find(`[data-testid=unsubscribe]`).Length() != 1 {
@@ -298,7 +299,7 @@ func TestUnsubscribeInBrowser(t *testing.T) {
 		countRows(t, a.db, "SELECT count(*) FROM recipients WHERE id = 'u_bob' AND unsubscribed") != 1 {
 		t.Fatalf("pressing the button: %d %q, want bob unsubscribed", status, doc.Find("h1").Text())
 	}
-	expired := a.web.Links.UnsubscribeURL("u_bob", time.Now().Add(-91*24*time.Hour))
+	expired := a.web.Links.UnsubscribeURL("u_bob", nil, time.Now().Add(-91*24*time.Hour))
 	status, doc = page("GET", expired)
 	if status != http.StatusForbidden || !strings.Contains(doc.Find("h1").Text(), "expired") || doc.Find("form").Length() != 0 {
 		t.Fatalf("expired link: %d %q, want 403, a friendly page and no button", status, doc.Find("h1").Text())
@@ -309,7 +310,7 @@ func TestOneClickUnsubscribe(t *testing.T) {
 	t.Parallel()
 	a := setupAPI(t)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com"}`, 200)
-	url := a.web.Links.UnsubscribeURL("u_bob", time.Now())
+	url := a.web.Links.UnsubscribeURL("u_bob", nil, time.Now())
 	url = strings.Replace(url, "http://lull.test", a.srv.URL, 1)
 	resp, err := http.Post(url, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
 	if err != nil {

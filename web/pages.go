@@ -8,9 +8,10 @@ import (
 	"github.com/lull-dev/lull/views"
 )
 
-// page fills what every page shares.
+// page fills what every page shares. The console is lull's own, so its
+// titles say so; recipient pages use recipientPage instead.
 func (s *Server) page(title string) views.Page {
-	return views.Page{Title: title, CSSURL: s.assets.URL("app.css"), JSURL: s.assets.URL("app.js")}
+	return views.Page{Title: title, Suffix: "lull", CSSURL: s.assets.URL("app.css"), JSURL: s.assets.URL("app.js")}
 }
 
 // render writes a templ component with status.
@@ -22,9 +23,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	}
 }
 
-// message renders a friendly page with a heading and a sentence.
+// message renders a friendly page with a heading and a sentence. Most
+// are a recipient's (a link that expired), so it wears the brand.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, status int, heading, text string) {
-	s.render(w, r, status, views.Message(views.MessageView{Page: s.page(heading), Heading: heading, Text: text}))
+	s.render(w, r, status, views.Message(views.MessageView{Page: s.recipientPage(w, r, heading), Heading: heading, Text: text}))
 }
 
 // securityHeaders sets the headers every page carries: a content security

@@ -26,7 +26,7 @@ func setupPrefs(t *testing.T, a *apiBundle, id string) map[string]any {
 	t.Helper()
 	a.mustCall(t, "PUT", "/api/v1/recipients/"+id, `{"email":"`+id+`@example.com"}`, 200)
 	a.mustCall(t, "PUT", "/api/v1/recipients/"+id+"/preferences", storedPrefs, 200)
-	link := strings.Replace(a.web.Links.UnsubscribeURL(id, time.Now()), "http://lull.test", a.srv.URL, 1)
+	link := strings.Replace(a.web.Links.UnsubscribeURL(id, nil, time.Now()), "http://lull.test", a.srv.URL, 1)
 	resp, err := http.Post(link, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,8 @@ func (s *Server) routes() *patternMux {
 	page := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.checkText(h)) }
 	page("GET /unsubscribe", s.unsubscribeConfirm)
 	page("POST /unsubscribe", s.unsubscribeOneClick)
+	page("POST /unsubscribe/undo", s.unsubscribeUndo)
+	mux.HandleFunc("GET /brand.css", s.brandCSS)
 	page("GET /settings/enter", s.settingsEnter)
 	page("GET /settings", s.settingsPage)
 	page("POST /settings", s.settingsSave)
@@ -125,6 +127,8 @@ func (s *Server) routes() *patternMux {
 	admin("GET /admin/jobs", s.adminJobs)
 	admin("POST /admin/jobs/{id}/retry", s.adminJobAction("retry job"))
 	admin("POST /admin/jobs/{id}/cancel", s.adminJobAction("cancel job"))
+	admin("GET /admin/brand", s.adminBrand)
+	admin("POST /admin/brand", s.adminBrandSave)
 	admin("GET /admin/simulate", s.simulatePage)
 	admin("POST /admin/simulate", s.simulateRun)
 	return mux

@@ -33,6 +33,8 @@ type Server struct {
 	// MailFrom is the From address, for previews.
 	MailFrom string
 	Links    mailtemplates.Links
+	// Brands is the host product's brand on emails and recipient pages.
+	Brands *batching.Brands
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Metrics counts requests; nil counts nothing.

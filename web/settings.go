@@ -77,7 +77,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 		flash, _ = f[0].(string)
 		sess.Save(r, w)
 	}
-	v, err := s.settingsView(r.Context(), rec.Name, preferencesBody(rec, prefs), nil)
+	v, err := s.settingsView(r.Context(), s.recipientPage(w, r, "Email settings"), rec.Name, preferencesBody(rec, prefs), nil)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -121,7 +121,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		for _, e := range errs {
 			fields[e.Field] = e.Message
 		}
-		v, err := s.settingsView(ctx, rec.Name, body, fields)
+		v, err := s.settingsView(ctx, s.recipientPage(w, r, "Email settings"), rec.Name, body, fields)
 		if err != nil {
 			s.pageError(w, r, err)
 			return
@@ -270,13 +270,13 @@ var maxWaitPresets = []time.Duration{15 * time.Minute, time.Hour, 4 * time.Hour,
 
 // settingsView builds the page from a preferences body (stored or just
 // submitted) and the field errors to show.
-func (s *Server) settingsView(ctx context.Context, name string, b PreferencesBody, errs map[string]string) (views.SettingsView, error) {
+func (s *Server) settingsView(ctx context.Context, page views.Page, name string, b PreferencesBody, errs map[string]string) (views.SettingsView, error) {
 	types, err := db.ListTypes(ctx, s.DB.Bun)
 	if err != nil {
 		return views.SettingsView{}, err
 	}
 	v := views.SettingsView{
-		Page: s.page("Email settings"), RecipientName: name, Errors: errs,
+		Page: page, RecipientName: name, Errors: errs,
 		Timezone: b.Timezone, Zones: views.Zones(),
 		DailyAt: b.Digest.DailyAt, WeeklyAt: b.Digest.WeeklyAt, MonthlyAt: strings.Trim(b.Digest.MonthlyAt, "-"), Unsubscribed: b.Unsubscribed,
 		QuietStart: "22:00", QuietEnd: "07:00",

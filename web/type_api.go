@@ -45,6 +45,9 @@ type TypeBody struct {
 	// Texts are the type's name, description and texts per locale, such as
 	// {"de": {"item_text": "..."}}; what a locale leaves out falls back.
 	Texts LocaleTexts `json:"texts,omitempty"`
+	// Unsubscribe is what an email's one-click link stops: "type" (the
+	// default) or "thread", the email's batch.
+	Unsubscribe string `json:"unsubscribe"`
 }
 
 // LocaleTexts decodes each locale's texts on its own, so an unknown or
@@ -89,6 +92,7 @@ func typeBody(t *db.Type) TypeBody {
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
 		ItemText: t.ItemText, GroupText: t.GroupText, ViewURL: t.ViewURL, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
+		Unsubscribe: t.Unsubscribe,
 	}
 }
 
@@ -106,6 +110,13 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 		ItemText: b.ItemText, GroupText: b.GroupText, ViewURL: b.ViewURL, DefaultMode: b.DefaultMode, BurstLimit: 5, SkipRead: b.SkipRead == nil || *b.SkipRead}
 	if t.Name == "" {
 		t.Name = key
+	}
+	switch t.Unsubscribe = b.Unsubscribe; t.Unsubscribe {
+	case "":
+		t.Unsubscribe = "type"
+	case "type", "thread":
+	default:
+		add("unsubscribe", `must be "type" or "thread"`)
 	}
 	if t.DefaultMode == "" {
 		t.DefaultMode = string(preferences.Immediate)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -53,7 +54,14 @@ type Config struct {
 	// Bounces configures the return path, the bounce receiver, webhooks,
 	// DKIM and the Feedback-ID (see bounce.go).
 	Bounces BounceConfig
+	// Brand is the host product's brand from the environment: the
+	// defaults the console's Brand page can override.
+	Brand mailtemplates.Brand
 }
+
+// brandVars names the variable of each brand field, for errors.
+var brandVars = [][2]string{{"product_name", "LULL_PRODUCT_NAME"}, {"product_url", "LULL_PRODUCT_URL"},
+	{"logo_url", "LULL_LOGO_URL"}, {"color", "LULL_BRAND_COLOR"}, {"from_name", "LULL_MAIL_FROM_NAME"}}
 
 // configVar binds one variable: its name, default, and what it means.
 type configVar struct {
@@ -84,6 +92,11 @@ func (c *Config) vars() []configVar {
 		{"LULL_SMTP_RATE", "0", "SMTP messages per second at most; 0: no limit", func(s string) (err error) { c.SMTPRate, err = strconv.ParseFloat(s, 64); return err }},
 		{"LULL_SMTP_CONNECTIONS", "4", "SMTP connections open at once, each reused for many emails", func(s string) (err error) { c.SMTPConns, err = strconv.Atoi(s); return err }},
 		{"LULL_MAIL_FROM", "lull@localhost", "From address", str(&c.MailFrom)},
+		{"LULL_MAIL_FROM_NAME", "", "From display name; empty: the name in LULL_MAIL_FROM, else the product name", str(&c.Brand.FromName)},
+		{"LULL_PRODUCT_NAME", "", "the host product's name on emails and recipient pages (editable in the console); empty: none", str(&c.Brand.ProductName)},
+		{"LULL_PRODUCT_URL", "", "http(s) address the product's name and logo link to", str(&c.Brand.ProductURL)},
+		{"LULL_LOGO_URL", "", "http(s) address of the product's logo, about 28 pixels high", str(&c.Brand.LogoURL)},
+		{"LULL_BRAND_COLOR", "", "#rrggbb for links and buttons, dark enough for white text on it", str(&c.Brand.Color)},
 		{"LULL_DELIVERY", "at-least-once", "at-least-once or at-most-once", func(s string) error {
 			if s != "at-least-once" && s != "at-most-once" {
 				return fmt.Errorf("must be at-least-once or at-most-once")
@@ -180,6 +193,12 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	}
 	if c.MaxData < 2 {
 		return nil, fmt.Errorf("LULL_MAX_DATA must be at least 2 bytes (the size of {})")
+	}
+	errs := c.Brand.Check()
+	for _, v := range brandVars {
+		if msg := errs[v[0]]; msg != "" {
+			return nil, fmt.Errorf("%s: %s", v[1], msg)
+		}
 	}
 	if c.SoftBounceThreshold < 1 || c.SoftBounceDecay < time.Minute {
 		return nil, fmt.Errorf("LULL_SOFT_BOUNCE_THRESHOLD must be at least 1 and LULL_SOFT_BOUNCE_DECAY at least 1m")

@@ -754,7 +754,7 @@ func (m *model) unsubscribe(rng *rand.Rand) {
 	m.mu.Unlock()
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
-	link, _ := url.Parse(m.links.UnsubscribeURL(rid, time.Now()))
+	link, _ := url.Parse(m.links.UnsubscribeURL(rid, nil, time.Now()))
 	start := time.Now()
 	a, _ := m.call(rng, "POST", "/unsubscribe?"+link.RawQuery, "application/x-www-form-urlencoded", []byte("List-Unsubscribe=One-Click"))
 	end := time.Now()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 type Envelope struct {
 	From  string
 	Links mailtemplates.Links
+	// Brand is the host product the email speaks for.
+	Brand mailtemplates.Brand
 }
 
 // Address fills in's sender, Message-ID, thread and list, date and
 // footer links for an email sent at now.
 func (e Envelope) Address(in *mailtemplates.Input, now time.Time) {
-	in.From, in.Date = e.From, now
+	in.From, in.Date, in.Brand = e.From, now, e.Brand
 	domain := mailDomain(e.From)
 	in.MessageID = e.MessageID(in.BatchID)
 	in.ThreadID = ""
@@ -34,7 +37,43 @@ func (e Envelope) Address(in *mailtemplates.Input, now time.Time) {
 	}
 	in.ListID = listID(in, domain)
 	in.SettingsURL, _ = e.Links.SettingsURL(in.Recipient.ID, now)
-	in.UnsubscribeURL = e.Links.UnsubscribeURL(in.Recipient.ID, now)
+	in.UnsubscribeURL = e.Links.UnsubscribeURL(in.Recipient.ID, typeKeys(in.Groups), now)
+}
+
+// typeKeys are the types an email shows: what its unsubscribe link stops.
+func typeKeys(groups []mailtemplates.Group) []string {
+	keys := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if g.Type.Key != "" && !slices.Contains(keys, g.Type.Key) {
+			keys = append(keys, g.Type.Key)
+		}
+	}
+	return keys
+}
+
+// required reports whether the batch's type ignores unsubscribing.
+func required(fc *db.FlushContent) bool {
+	if fc.Batch.TypeKey == nil {
+		return false
+	}
+	t := fc.Types[*fc.Batch.TypeKey]
+	return t != nil && t.Required
+}
+
+// unsubscribeThread is the batch key an email's unsubscribe link stops
+// instead of its type: set when the batch holds one type that
+// unsubscribes by thread, and the events named a thread (a batch_key of
+// their own).
+func unsubscribeThread(fc *db.FlushContent) string {
+	b := fc.Batch
+	if b.TypeKey == nil {
+		return ""
+	}
+	t := fc.Types[*b.TypeKey]
+	if t == nil || t.Required || t.Unsubscribe != "thread" || !strings.HasPrefix(b.BatchKey, *b.TypeKey+"+") {
+		return ""
+	}
+	return b.BatchKey
 }
 
 // MessageID is the batch's Message-ID, "batch-42.<installation>@domain".
@@ -144,6 +183,9 @@ type Composed struct {
 // writes nothing, so the flush and the console's preview call it alike
 // and cannot disagree about what a batch sends.
 func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) {
+	if fc.ThreadMuted && !required(fc) {
+		return Composed{Skip: db.SkipMutedThread}, nil
+	}
 	items, rec, c, err := wanted(fc)
 	if err != nil || c.Skip != "" {
 		return c, err
@@ -151,6 +193,9 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	in := input(fc.Batch, rec, items, fc.Types)
 	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
+	if key := unsubscribeThread(fc); key != "" {
+		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now), true
+	}
 	if c.Message, err = mailtemplates.Render(in); err != nil {
 		return Composed{}, err
 	}

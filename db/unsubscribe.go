@@ -1,0 +1,217 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Undo is what an unsubscribe changed, enough to put it back.
+type Undo struct {
+	// All says the recipient unsubscribed from everything; Was is whether
+	// they already had.
+	All, Was bool
+	// Thread is the batch key the recipient unsubscribed from.
+	Thread string
+	// Modes maps each type turned to "never" to its mode before: "" when
+	// it had none of its own and followed the type's default, and
+	// typeDefault when it was "never" already. An email showed the type,
+	// so it was on when the email went out; it was most likely turned
+	// off by the same link a moment ago (a mail client's one-click, a
+	// reload), and undo turns it back on rather than leave it off.
+	Modes map[string]string
+}
+
+// SkipMutedThread is why a batch of a thread the recipient unsubscribed
+// from is not sent.
+const SkipMutedThread = "muted thread"
+
+// mutedBatchesQuery finds which of the batches in $1 have a key their
+// recipient unsubscribed from; a flush reads it with the rest.
+const mutedBatchesQuery = `SELECT b.id FROM batches b
+	JOIN muted_threads m ON m.recipient_id = b.recipient_id AND m.batch_key = b.batch_key
+	WHERE b.id = ANY($1)`
+
+// readMutedBatches marks the batches mutedBatchesQuery found.
+func readMutedBatches(res pgx.BatchResults, out map[int64]*FlushContent) error {
+	rows, err := res.Query()
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	for _, id := range ids {
+		if c := out[id]; c != nil {
+			c.ThreadMuted = true
+		}
+	}
+	return err
+}
+
+// typeDefault in Undo.Modes sets a type back to its default mode.
+const typeDefault = "*"
+
+// Unsubscribed is the outcome of an unsubscribe.
+type Unsubscribed struct {
+	Undo
+	Recipient *Recipient
+	// Required are types asked for that cannot be turned off.
+	Required []string
+}
+
+// Unsubscribe stops the given types for a recipient, as the one-click
+// link of an email showing them asks (types that are required are left
+// on), or, with no types, unsubscribes them from everything. It holds
+// the recipient's row lock while it reads what it changes, so the Undo
+// it returns is exactly what was there before.
+func Unsubscribe(ctx context.Context, q Querier, recipientID string, types []string) (*Unsubscribed, error) {
+	rec, err := LockRecipient(ctx, q, recipientID)
+	if err != nil {
+		return nil, err
+	}
+	u := &Unsubscribed{Recipient: rec, Undo: Undo{Was: rec.Unsubscribed, Modes: map[string]string{}}}
+	if len(types) == 0 {
+		u.All = true
+		if _, err := q.Exec(ctx, `UPDATE recipients SET unsubscribed = true, updated_at = now() WHERE id = $1`, recipientID); err != nil {
+			return nil, fmt.Errorf("unsubscribe %s: %w", recipientID, err)
+		}
+		return u, nil
+	}
+	rows, err := q.Query(ctx, `
+		SELECT t.key, t.required, coalesce(p.mode, '')
+		FROM notification_types t
+		LEFT JOIN type_preferences p ON p.type_key = t.key AND p.recipient_id = $1
+		WHERE t.key = ANY($2) ORDER BY t.key`, recipientID, types)
+	if err != nil {
+		return nil, fmt.Errorf("unsubscribe %s: %w", recipientID, err)
+	}
+	var stop []string
+	for rows.Next() {
+		var key, mode string
+		var required bool
+		if err := rows.Scan(&key, &required, &mode); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("unsubscribe %s: %w", recipientID, err)
+		}
+		if required {
+			u.Required = append(u.Required, key)
+			continue
+		}
+		if mode == "never" {
+			mode = typeDefault
+		}
+		u.Modes[key] = mode
+		stop = append(stop, key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("unsubscribe %s: %w", recipientID, err)
+	}
+	// A row of its own keeps the type's window and wait, so an undo that
+	// sets the mode back finds them as they were.
+	_, err = q.Exec(ctx, `
+		WITH rec AS (UPDATE recipients SET updated_at = now() WHERE id = $1)
+		INSERT INTO type_preferences (recipient_id, type_key, mode) SELECT $1, unnest($2::text[]), 'never'
+		ON CONFLICT (recipient_id, type_key) DO UPDATE SET mode = 'never', updated_at = now()`, recipientID, stop)
+	if err != nil {
+		return nil, fmt.Errorf("unsubscribe %s: %w", recipientID, err)
+	}
+	return u, nil
+}
+
+// MuteThread unsubscribes a recipient from one thread: the batch key of
+// an email whose type unsubscribes by thread. Batches with that key are
+// then canceled at their flush (SkipMutedThread).
+func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*Unsubscribed, error) {
+	rec, err := LockRecipient(ctx, q, recipientID)
+	if err != nil {
+		return nil, err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO muted_threads (recipient_id, batch_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+		recipientID, batchKey)
+	if err != nil {
+		return nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
+	}
+	return &Unsubscribed{Recipient: rec, Undo: Undo{Thread: batchKey}}, nil
+}
+
+// UndoUnsubscribe puts back what an unsubscribe changed. A type the
+// recipient has set to something else since is left as they set it.
+func UndoUnsubscribe(ctx context.Context, q Querier, recipientID string, u Undo) error {
+	if _, err := LockRecipient(ctx, q, recipientID); err != nil {
+		return err
+	}
+	if u.Thread != "" {
+		// A thread muted by an earlier click is turned back on all the
+		// same: the recipient asks for it now.
+		_, err := q.Exec(ctx, `DELETE FROM muted_threads WHERE recipient_id = $1 AND batch_key = $2`, recipientID, u.Thread)
+		if err != nil {
+			return fmt.Errorf("undo unsubscribe %s: %w", recipientID, err)
+		}
+		return nil
+	}
+	if u.All {
+		_, err := q.Exec(ctx, `UPDATE recipients SET unsubscribed = $2, updated_at = now() WHERE id = $1`, recipientID, u.Was)
+		if err != nil {
+			return fmt.Errorf("undo unsubscribe %s: %w", recipientID, err)
+		}
+		return nil
+	}
+	var keys, modes []string
+	for k, m := range u.Modes {
+		keys, modes = append(keys, k), append(modes, m)
+	}
+	_, err := q.Exec(ctx, `
+		WITH prev AS (SELECT * FROM unnest($2::text[], $3::text[]) AS v(key, mode)),
+		gone AS (
+		    DELETE FROM type_preferences p USING prev
+		    WHERE p.recipient_id = $1 AND p.type_key = prev.key AND prev.mode = '' AND p.mode = 'never')
+		UPDATE type_preferences p
+		SET mode = CASE WHEN prev.mode = $4 THEN t.default_mode ELSE prev.mode END, updated_at = now()
+		FROM prev JOIN notification_types t ON t.key = prev.key
+		WHERE p.recipient_id = $1 AND p.type_key = prev.key AND prev.mode <> '' AND p.mode = 'never'`,
+		recipientID, keys, modes, typeDefault)
+	if err != nil {
+		return fmt.Errorf("undo unsubscribe %s: %w", recipientID, err)
+	}
+	return nil
+}
+
+// Encode writes u for a signed undo link.
+func (u Undo) Encode() string {
+	v := url.Values{}
+	if u.Thread != "" {
+		v.Set("thread", u.Thread)
+	}
+	if u.All {
+		v.Set("all", "1")
+		if u.Was {
+			v.Set("was", "1")
+		}
+	}
+	keys := make([]string, 0, len(u.Modes))
+	for k := range u.Modes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v.Add("t", k+"="+u.Modes[k])
+	}
+	return v.Encode()
+}
+
+// DecodeUndo reads what Encode wrote.
+func DecodeUndo(s string) (Undo, error) {
+	v, err := url.ParseQuery(s)
+	if err != nil {
+		return Undo{}, err
+	}
+	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Thread: v.Get("thread"), Modes: map[string]string{}}
+	for _, t := range v["t"] {
+		k, m, _ := strings.Cut(t, "=")
+		u.Modes[k] = m
+	}
+	return u, nil
+}
