@@ -92,7 +92,7 @@ func TestDKIMSignsEverySentEmail(t *testing.T) {
 				if want := verp.Address(msgs[i].BatchID); got.From != want {
 					t.Errorf("message %d: MAIL FROM %q, want %q", i, got.From, want)
 				}
-				if got.Header.Get("Feedback-ID") != "lull:example.com" {
+				if got.Header.Get("Feedback-ID") != "notifications:example.com" {
 					t.Errorf("message %d: Feedback-ID %q", i, got.Header.Get("Feedback-ID"))
 				}
 			}

@@ -40,7 +40,9 @@ var ErrBadMessage = errors.New("bad message")
 // given, wrapped in angle brackets once, because a retry must carry the
 // same one; a Message-ID that would need changing is refused instead.
 func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
-	msg := gomail.NewMsg()
+	// No User-Agent: go-mail would announce itself, and lull has no
+	// name to give a recipient who reads the raw headers.
+	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	from, err := mail.ParseAddress(oneLine(m.From))
 	if err != nil {
 		return nil, fmt.Errorf("%w: From %q: %v", ErrBadMessage, m.From, err)
@@ -80,8 +82,6 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 			msg.SetListUnsubscribePost()
 		}
 	}
-	// go-mail would otherwise announce its own name and version.
-	msg.SetUserAgent("lull")
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
 	return msg, nil

@@ -41,15 +41,16 @@ func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
 	return nil
 }
 
-// FeedbackID is the Feedback-ID lull sends: "lull:<senderID>". Google
+// FeedbackID is the Feedback-ID lull sends: "notifications:<senderID>". Google
 // reads up to four colon-separated fields, the last naming the sender
 // and the others grouping mail into streams whose complaint rates Postmaster
 // Tools shows apart; each must stay the same across many emails, so no
-// batch or recipient goes in. "lull" marks the notification stream
-// apart from whatever else the sender ID mails.
+// batch or recipient goes in. "notifications" marks this stream apart
+// from whatever else the sender ID mails, in words that name the host
+// product's mail, not lull (anyone can read the header).
 func FeedbackID(senderID string) string {
 	if senderID == "" {
 		return ""
 	}
-	return "lull:" + oneLine(senderID)
+	return "notifications:" + oneLine(senderID)
 }

@@ -34,7 +34,7 @@ func (b *BounceConfig) vars() []configVar {
 		{"LULL_DKIM_KEY", "", "DKIM private key, PEM text or the path of a PEM file; empty: no signing", str(&b.DKIMKey)},
 		{"LULL_DKIM_SELECTOR", "", "DKIM selector; the key is published at SELECTOR._domainkey.DOMAIN", str(&b.DKIMSelector)},
 		{"LULL_DKIM_DOMAIN", "", "DKIM signing domain (d=), normally the From address's domain", str(&b.DKIMDomain)},
-		{"LULL_FEEDBACK_ID", "", "sender ID in the Feedback-ID header (lull:ID) for Gmail's feedback loop; empty: no header", str(&b.FeedbackID)},
+		{"LULL_FEEDBACK_ID", "", "sender ID in the Feedback-ID header (notifications:ID) for Gmail's feedback loop; empty: no header", str(&b.FeedbackID)},
 		{"LULL_WEBHOOK_SES_TOPIC_ARN", "", "SNS topic ARNs (comma-separated) allowed to post SES notifications to /webhooks/ses", func(s string) error {
 			b.Webhooks.SESTopics = nil
 			for _, t := range strings.Split(s, ",") {

@@ -91,7 +91,7 @@ func (c *Config) vars() []configVar {
 		{"LULL_SMTP_URL", "", "smtp://user:pass@host:port, smtps://..., ?starttls=required; empty: the built-in outbox", str(&c.SMTPURL)},
 		{"LULL_SMTP_RATE", "0", "SMTP messages per second at most; 0: no limit", func(s string) (err error) { c.SMTPRate, err = strconv.ParseFloat(s, 64); return err }},
 		{"LULL_SMTP_CONNECTIONS", "4", "SMTP connections open at once, each reused for many emails", func(s string) (err error) { c.SMTPConns, err = strconv.Atoi(s); return err }},
-		{"LULL_MAIL_FROM", "lull@localhost", "From address", str(&c.MailFrom)},
+		{"LULL_MAIL_FROM", "notifications@localhost", "From address", str(&c.MailFrom)},
 		{"LULL_MAIL_FROM_NAME", "", "From display name; empty: the name in LULL_MAIL_FROM, else the product name", str(&c.Brand.FromName)},
 		{"LULL_PRODUCT_NAME", "", "the host product's name on emails and recipient pages (editable in the console); empty: none", str(&c.Brand.ProductName)},
 		{"LULL_PRODUCT_URL", "", "http(s) address the product's name and logo link to", str(&c.Brand.ProductURL)},

@@ -143,7 +143,7 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != ":2222" || c.Delivery != "at-most-once" || c.MailFrom != "lull@localhost" {
+	if c.Addr != ":2222" || c.Delivery != "at-most-once" || c.MailFrom != "notifications@localhost" {
 		t.Fatalf("config = %+v", c)
 	}
 	if _, err := loadConfig(nil, func(k string) string {

@@ -106,7 +106,7 @@ func mailDomain(from string) string {
 			return d
 		}
 	}
-	return "lull.localhost"
+	return "localhost"
 }
 
 // listID names the list an email belongs to (RFC 2919), so a recipient can
