@@ -134,20 +134,7 @@ func TestSettingsSaveValidatesAndKeeps(t *testing.T) {
 		"types.comment.mode": {"cooldown"}, "types.comment.window": {"15m"}, "types.comment.max_wait": {"1h"},
 		"types.share.mode": {"never"}, "types.security.mode": {"never"},
 	}
-	// The Origin header is what a browser sends with a same-origin form.
-	post := func(f url.Values) (*http.Response, *goquery.Document) {
-		req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(f.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", a.srv.URL)
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		doc, _ := goquery.NewDocumentFromReader(resp.Body)
-		return resp, doc
-	}
+	post := func(f url.Values) (*http.Response, *goquery.Document) { return postSettings(t, c, a.srv.URL, f) }
 	resp, doc := post(form)
 	if resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("invalid form = %d, want 422", resp.StatusCode)
@@ -246,19 +233,7 @@ func TestSettingsCadences(t *testing.T) {
 	a, link := settingsSetup(t)
 	c := browserClient(t)
 	getDoc(t, c, link)
-	post := func(f url.Values) (*http.Response, *goquery.Document) {
-		req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(f.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", a.srv.URL)
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		doc, _ := goquery.NewDocumentFromReader(resp.Body)
-		return resp, doc
-	}
+	post := func(f url.Values) (*http.Response, *goquery.Document) { return postSettings(t, c, a.srv.URL, f) }
 	form := url.Values{
 		"timezone": {"Europe/Berlin"}, "digest.shown": {"1"}, "digest.daily_at": {"07:30"}, "digest.weekly_at": {"16:00"},
 		"digest.weekly_days": {"monday", "thursday"}, "digest.every_hours": {"2"}, "digest.monthly_day": {"31"}, "digest.monthly_at": {"09:00"},
@@ -295,4 +270,22 @@ func TestSettingsCadences(t *testing.T) {
 			t.Errorf("no error shown next to %s", f)
 		}
 	}
+}
+
+// postSettings posts the settings form as a browser would (the Origin
+// header is what a browser sends with a same-origin form) and reads the
+// page it answers with.
+func postSettings(t *testing.T, c *http.Client, base string, f url.Values) (*http.Response, *goquery.Document) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/settings", strings.NewReader(f.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	doc, _ := goquery.NewDocumentFromReader(resp.Body)
+	return resp, doc
 }
