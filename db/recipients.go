@@ -218,7 +218,7 @@ func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn fun
 	return nil
 }
 
-const settingsColumns = `r.id, r.email, r.name, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
+const settingsColumns = `r.id, r.email, r.name, r.timezone, r.locale, r.active, r.daily_at, r.weekly_on, r.weekly_at,
 	r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
 
 // scanSettings calls fn for each row of a query selecting settingsColumns.
@@ -232,7 +232,7 @@ func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
 		var key, mode *string
 		var p TypePreference
 		r := &s.Recipient
-		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
+		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
 			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
 			return err
 		}

@@ -44,7 +44,12 @@ func Resolve(recipient, accept, def string) Locale {
 }
 
 // Tag is the served catalog's tag, for a page's or email's lang attribute.
-func (l Locale) Tag() string { return l.tag.String() }
+func (l Locale) Tag() string {
+	if l.loc == nil {
+		return "en" // the zero Locale speaks English
+	}
+	return l.tag.String()
+}
 
 // Requested is the tag asked for, the key for a type's texts per locale.
 func (l Locale) Requested() string { return l.requested.String() }
@@ -113,7 +118,11 @@ var english = goi18n.NewLocalizer(bundle, "en")
 
 // Number writes n with the locale's grouping ("12,345", "12.345").
 func (l Locale) Number(n int) string {
-	return message.NewPrinter(l.tag).Sprintf("%d", n)
+	tag := l.tag
+	if l.loc == nil {
+		tag = language.English
+	}
+	return message.NewPrinter(tag).Sprintf("%d", n)
 }
 
 // List joins names the way the language does ("Alice, Bob and Carol");
@@ -145,6 +154,9 @@ var monthKeys = [...]string{"month_january", "month_february", "month_march", "m
 	"month_june", "month_july", "month_august", "month_september", "month_october", "month_november",
 	"month_december"}
 
+// Month is the month's name ("März").
+func (l Locale) Month(m time.Month) string { return l.T(monthKeys[(m+11)%12], nil) }
+
 // Clock is the time of day in the locale's form ("14:05", "2:05 PM").
 func (l Locale) Clock(t time.Time) string {
 	return t.Format(l.T("format_clock", nil))
@@ -158,7 +170,7 @@ func (l Locale) DateTime(t time.Time) string {
 	return l.T("format_datetime", map[string]any{
 		"Weekday": l.Weekday(t.Weekday()),
 		"Day":     t.Day(),
-		"Month":   l.T(monthKeys[t.Month()-1], nil),
+		"Month":   l.Month(t.Month()),
 		"Year":    t.Year(),
 		"Time":    l.Clock(t),
 		"Zone":    zone,

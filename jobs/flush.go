@@ -51,6 +51,8 @@ type FlushWorker struct {
 	Sender mail.Sender
 	Links  mailtemplates.Links
 	From   string
+	// DefaultLocale is the language of recipients without one of their own.
+	DefaultLocale string
 	// Brands is the host product's brand for every email; nil is neutral.
 	Brands *batching.Brands
 	// AtMostOnce marks a delivery sent before SMTP is asked, so a crash
@@ -374,7 +376,7 @@ func (p *sendPlan) take(c batching.Composed) {
 }
 
 func (w *FlushWorker) envelope() batching.Envelope {
-	return batching.Envelope{From: w.From, Links: w.Links, Brand: w.Brands.Get(context.Background())}
+	return batching.Envelope{From: w.From, Links: w.Links, Brand: w.Brands.Get(context.Background()), DefaultLocale: w.DefaultLocale}
 }
 
 func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {

@@ -2,6 +2,7 @@ package mailtemplates
 
 import (
 	"fmt"
+	"github.com/lull-dev/lull/i18n"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func TestSingleButtonNamesTheObject(t *testing.T) {
 		t.Errorf("text part:\n%s", m.Text)
 	}
 	for objectType, want := range map[string]string{"merge_request": "View merge request", "PR": "View PR", "": "View", "<b>": "View", strings.Repeat("x", 50): "View"} {
-		if got := action(objectType); got != want {
+		if got := action(i18n.Locale{}, objectType); got != want {
 			t.Errorf("action(%q) = %q, want %q", objectType, got, want)
 		}
 	}

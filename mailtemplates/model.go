@@ -1,6 +1,10 @@
 package mailtemplates
 
-import "time"
+import (
+	"time"
+
+	"github.com/lull-dev/lull/i18n"
+)
 
 // Type is how a notification type reads in email. It is a copy of the
 // registry's fields that rendering needs, so this package can render a
@@ -70,7 +74,10 @@ type Input struct {
 	Mode      string // "immediate", "cooldown", or a digest: "hourly", "daily", "weekly", "monthly"
 	Recipient Recipient
 	Since     time.Time // when the batch opened, for "since Monday"
-	Groups    []Group   // in the order they are shown
+	// Locale is the language the email is written in; the zero Locale is
+	// English.
+	Locale    i18n.Locale
+	Groups    []Group // in the order they are shown
 	From      string
 	MessageID string
 	// ThreadKey names what successive emails are about (a batch key such

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lull-dev/lull/i18n"
 )
 
 //go:embed templates/*.tmpl
@@ -93,6 +95,10 @@ type view struct {
 	Product, ProductURL, Logo, Accent string
 	// UnsubscribeLabel names what the unsubscribe link stops.
 	UnsubscribeLabel string
+	// Lang and Dir are the email's language and direction; SentTo,
+	// ChooseLabel and ViewAll the footer's and buttons' words in it.
+	Lang, Dir, SentTo, ChooseLabel string
+	lang                           i18n.Locale
 }
 
 type groupView struct {
@@ -102,11 +108,12 @@ type groupView struct {
 	Items   []itemView
 	More    string // "and 10 more"
 	// ViewURL is where "View all" leads: the type's view_url, or the
-	// one object every item is about.
-	ViewURL string
-	name    string // the type's name, for the digest's summary
-	order   string // "first" or "latest"
-	total   int
+	// one object every item is about; ViewAllLabel is that button's word.
+	ViewURL, ViewAllLabel string
+	name                  string // the type's name, for the digest's summary
+	order                 string // "first" or "latest"
+	total                 int
+	lang                  i18n.Locale
 }
 
 type itemView struct {
@@ -165,9 +172,9 @@ func Render(in Input) (*Message, error) {
 		SettingsURL:    in.SettingsURL,
 		UnsubscribeURL: in.UnsubscribeURL,
 	}
-	v.UnsubscribeLabel = "Unsubscribe"
+	v.setWords(in.Locale)
 	if in.UnsubscribeThread {
-		v.UnsubscribeLabel = "Unsubscribe from this thread"
+		v.UnsubscribeLabel = in.Locale.T("footer_unsubscribe_thread", nil)
 	}
 	if _, ok := luminance(v.Accent); !ok {
 		v.Accent = DefaultColor // html/template would refuse it anyway
@@ -177,7 +184,7 @@ func Render(in Input) (*Message, error) {
 		if g.Total <= 0 && len(g.Items) == 0 {
 			continue
 		}
-		gv, err := renderGroup(g, loc, &cache)
+		gv, err := renderGroup(g, loc, in.Locale, &cache)
 		if err != nil {
 			return nil, fmt.Errorf("render batch %d: %w", in.BatchID, err)
 		}
@@ -193,7 +200,7 @@ func Render(in Input) (*Message, error) {
 
 	subject := v.compose(in, total, now, loc)
 	if strings.TrimSpace(subject) == "" {
-		subject = strings.TrimPrefix(v.Product+": ", ": ") + plural(total, "update", "updates")
+		subject = strings.TrimPrefix(v.Product+": ", ": ") + in.Locale.N("updates", total, nil)
 	}
 	subject = Subject(subject)
 	if v.Title == "" {
@@ -244,13 +251,13 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 		return v.Title
 	case isDigest(in.Mode) || len(v.Groups) > 1:
 		v.Layout = layoutDigest
-		v.Title = "Your updates"
+		v.Title = in.Locale.T("digest_title_updates", nil)
 		if isDigest(in.Mode) {
-			v.Title = "Your " + in.Mode + " digest"
+			v.Title = in.Locale.T("digest_title_"+in.Mode, nil)
 		}
-		v.Summary = summary(v.Groups, total, sinceLabel(in.Since, now, loc))
+		v.Summary = summary(in.Locale, v.Groups, total, sinceLabel(in.Since, now, loc, in.Locale))
 		v.Preheader = v.Summary
-		return v.Title + ": " + plural(total, "update", "updates") + " — " + first.Heading
+		return in.Locale.T("subject_digest", map[string]any{"Title": v.Title, "Updates": in.Locale.N("updates", total, nil), "Heading": first.Heading})
 	default:
 		v.Layout = layoutBatch
 		v.Title = first.Heading
@@ -265,19 +272,32 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 // section with its count in the order shown, so the numbers add up with
 // what the reader sees ("17 updates since Sunday: Comments (15), Shared
 // apps (2)").
-func summary(groups []groupView, total int, since string) string {
-	s := plural(total, "update", "updates")
+func summary(lang i18n.Locale, groups []groupView, total int, since string) string {
+	s := lang.N("updates", total, nil)
 	if since != "" {
-		s += " since " + since
+		s = lang.T("summary_since", map[string]any{"Updates": s, "When": since})
 	}
 	if len(groups) < 2 {
 		return s
 	}
 	parts := make([]string, len(groups))
 	for i, g := range groups {
-		parts[i] = g.name + " (" + groupDigits(g.total) + ")"
+		parts[i] = g.name + " (" + lang.Number(g.total) + ")"
 	}
-	return s + ": " + strings.Join(parts, ", ")
+	return lang.T("summary_sections", map[string]any{"Summary": s, "Sections": strings.Join(parts, lang.T("list_separator", nil))})
+}
+
+// setWords fills the frame's words in the email's language.
+func (v *view) setWords(lang i18n.Locale) {
+	v.lang, v.Lang, v.Dir = lang, lang.Tag(), lang.Dir()
+	v.UnsubscribeLabel = lang.T("footer_unsubscribe", nil)
+	v.ChooseLabel = lang.T("footer_choose", nil)
+	if v.Email != "" {
+		v.SentTo = lang.T("footer_sent_to", map[string]any{"Email": v.Email})
+		if v.Product != "" {
+			v.SentTo = lang.T("footer_sent_by", map[string]any{"Product": v.Product, "Email": v.Email})
+		}
+	}
 }
 
 // fitHTML renders the HTML part within maxHTML: while it is over, every
@@ -323,8 +343,8 @@ func (v *view) shrink(size int) bool {
 		v.restUpdates += g.total
 	}
 	v.Groups = v.Groups[:keep]
-	v.Rest = "and " + plural(v.restUpdates, "more update", "more updates") + " in " +
-		plural(v.restSections, "more section", "more sections") + ", left out to keep this email short"
+	v.Rest = v.lang.T("rest", map[string]any{"Updates": v.lang.N("more_updates", v.restUpdates, nil),
+		"Sections": v.lang.N("more_sections", v.restSections, nil)})
 	return true
 }
 
@@ -340,11 +360,11 @@ func (g *groupView) cut(n int) {
 		return
 	}
 	if len(g.Items) == 0 {
-		g.More = plural(more, "update", "updates") + " not shown here"
+		g.More = g.lang.N("not_shown", more, nil)
 		return
 	}
-	g.More = "and " + groupDigits(more) + " more"
-	g.Note = groupDigits(g.total) + " in all — showing the " + g.order + " " + groupDigits(len(g.Items))
+	g.More = g.lang.N("more", more, nil)
+	g.Note = g.lang.N("note_"+g.order, len(g.Items), map[string]any{"Total": g.lang.Number(g.total)})
 }
 
 // encodedSize is the length of html as go-mail sends it, quoted-printable:
@@ -367,7 +387,7 @@ func (c *byteCounter) Write(p []byte) (int, error) {
 
 // renderGroup expands one group's texts: each item's item_text once, and
 // the group_text once against the newest item.
-func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, error) {
+func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache) (groupView, error) {
 	items := g.Items
 	if g.Type.DisplayLimit > 0 && len(items) > g.Type.DisplayLimit {
 		items = items[:g.Type.DisplayLimit]
@@ -396,17 +416,18 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 		return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
 	}
 
-	gv := groupView{total: total, name: name, order: "latest", Items: make([]itemView, len(items))}
+	gv := groupView{total: total, name: name, order: "latest", lang: lang, ViewAllLabel: lang.T("view_all", nil),
+		Items: make([]itemView, len(items))}
 	if g.Type.ItemOrder == "first" {
 		gv.order = "first"
 	}
 	for i := range items {
 		it := &items[i]
-		s := itemText.expand(fields{item: it, loc: loc, count: 1}, maxLine)
+		s := itemText.expand(fields{item: it, loc: loc, lang: lang, count: 1}, maxLine)
 		if s == "" {
 			s = name // an event without the fields its text names
 		}
-		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc), Action: action(it.Object.Type)}
+		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc, lang), Action: action(lang, it.Object.Type)}
 	}
 
 	names, count := g.ActorNames, g.ActorCount
@@ -414,9 +435,9 @@ func renderGroup(g Group, loc *time.Location, cache *textCache) (groupView, erro
 		names, count = actorsOf(items)
 	}
 	top := newest(items, g.Type.ItemOrder)
-	gv.Heading = groupText.expand(fields{item: top, loc: loc, count: total, actors: Actors(names, count)}, maxHeading)
+	gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
 	if gv.Heading == "" {
-		gv.Heading = name + ": " + groupDigits(total)
+		gv.Heading = name + ": " + lang.Number(total)
 	}
 	gv.ViewURL = viewURL(g.Type.ViewURL, items, top, loc, cache)
 
@@ -456,17 +477,17 @@ func viewURL(src string, items []Item, top *Item, loc *time.Location, cache *tex
 // action labels a single item's button from its object's type ("View
 // pipeline"), which says where the click leads better than "Open". A type
 // that is not a plain word or two reads "View".
-func action(objectType string) string {
+func action(lang i18n.Locale, objectType string) string {
 	t := strings.NewReplacer("_", " ", "-", " ").Replace(oneLine(objectType))
 	if t == "" || utf8.RuneCountInString(t) > 30 {
-		return "View"
+		return lang.T("view", nil)
 	}
 	for _, r := range t {
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != ' ' {
-			return "View"
+			return lang.T("view", nil)
 		}
 	}
-	return "View " + strings.Join(strings.Fields(t), " ")
+	return lang.T("view_object", map[string]any{"Object": strings.Join(strings.Fields(t), " ")})
 }
 
 // newest is the item a group text's item fields come from. Items arrive
@@ -517,7 +538,7 @@ func Heading(g Group, loc *time.Location) string {
 		loc = time.UTC
 	}
 	var cache textCache
-	gv, err := renderGroup(g, loc, &cache)
+	gv, err := renderGroup(g, loc, i18n.Locale{}, &cache)
 	if err != nil {
 		return g.Type.Name
 	}
@@ -528,7 +549,10 @@ func Heading(g Group, loc *time.Location) string {
 // "Alice, Bob and 13 others" from up to three names (newest first) and the
 // true number of distinct actors. Three names, each cut to maxName, fit a
 // subject with its verb; the count keeps it honest.
-func Actors(names []string, count int) string {
+func Actors(names []string, count int) string { return ActorsIn(i18n.Locale{}, names, count) }
+
+// ActorsIn is Actors in a language: its list form and its plurals.
+func ActorsIn(lang i18n.Locale, names []string, count int) string {
 	clean := make([]string, 0, len(names))
 	for _, n := range names {
 		if n = clip(oneLine(n), maxName); n != "" {
@@ -538,19 +562,19 @@ func Actors(names []string, count int) string {
 	names = clean
 	if len(names) == 0 {
 		if count <= 0 {
-			return "Someone"
+			return lang.T("someone", nil)
 		}
-		return plural(count, "person", "people")
+		return lang.N("people", count, nil)
 	}
 	count = max(count, len(names))
 	switch {
 	case count == 1:
 		return names[0]
 	case count == len(names) && count <= 3:
-		return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+		return lang.List(names, 0)
 	}
 	shown := names[:min(len(names), 2)]
-	return strings.Join(shown, ", ") + " and " + plural(count-len(shown), "other", "others")
+	return lang.List(shown, count-len(shown))
 }
 
 // plural writes "1 update" or "1,000 updates".
@@ -591,22 +615,23 @@ func groupDigits(n int) string {
 // with its zone when it opened today, a weekday within the last week ("since Monday"),
 // else a date. Calendar days, not 24-hour periods, because that is how
 // people count "since Monday".
-func sinceLabel(opened, now time.Time, loc *time.Location) string {
+func sinceLabel(opened, now time.Time, loc *time.Location, lang i18n.Locale) string {
 	if opened.IsZero() {
 		return ""
 	}
 	o, n := opened.In(loc), now.In(loc)
 	days := int(time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC).
 		Sub(time.Date(o.Year(), o.Month(), o.Day(), 0, 0, 0, 0, time.UTC)).Hours() / 24)
+	date := map[string]any{"Day": o.Day(), "Month": lang.Month(o.Month()), "Year": o.Year()}
 	switch {
 	case days <= 0:
-		return o.Format("15:04 MST")
+		return o.Format(lang.T("layout_clock_zone", nil))
 	case days < 7:
-		return o.Weekday().String()
+		return lang.Weekday(o.Weekday())
 	case o.Year() == n.Year():
-		return o.Format("January 2")
+		return lang.T("format_date", date)
 	default:
-		return o.Format("January 2, 2006")
+		return lang.T("format_date_year", date)
 	}
 }
 

@@ -3,6 +3,7 @@ package mailtemplates
 import (
 	"errors"
 	"flag"
+	"github.com/lull-dev/lull/i18n"
 	"os"
 	"path/filepath"
 	"strings"
@@ -565,7 +566,7 @@ func TestSinceLabel(t *testing.T) {
 		{time.Date(2025, 12, 30, 12, 0, 0, 0, time.UTC), "December 30, 2025"},
 	}
 	for _, c := range cases {
-		if got := sinceLabel(c.opened, now, berlin); got != c.want {
+		if got := sinceLabel(c.opened, now, berlin, i18n.Locale{}); got != c.want {
 			t.Errorf("sinceLabel(%v) = %q, want %q", c.opened, got, c.want)
 		}
 	}

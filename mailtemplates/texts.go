@@ -2,6 +2,7 @@ package mailtemplates
 
 import (
 	"fmt"
+	"github.com/lull-dev/lull/i18n"
 	"net/url"
 	"strconv"
 	"strings"
@@ -243,6 +244,7 @@ func abbreviate(s string) string {
 type fields struct {
 	item   *Item
 	loc    *time.Location
+	lang   i18n.Locale
 	count  int
 	actors string
 }
@@ -319,7 +321,7 @@ func tidy(s string) string {
 func (f fields) value(s segment) string {
 	switch s.field {
 	case fieldCount:
-		return groupDigits(f.count)
+		return f.lang.Number(f.count)
 	case fieldActors:
 		return f.actors
 	}
@@ -341,7 +343,7 @@ func (f fields) value(s segment) string {
 	case fieldObjectID:
 		return it.Object.ID
 	case fieldOccurredAt:
-		return formatWhen(it.OccurredAt, f.loc)
+		return formatWhen(it.OccurredAt, f.loc, f.lang)
 	case fieldData:
 		return dataValue(it.Data, s.data)
 	}
@@ -352,11 +354,11 @@ func (f fields) value(s segment) string {
 // recipient's zone, and naming it ("Nov 22, 10:00 CET"), because an email
 // is read in other places and forwarded to other people than its
 // recipient's settings assume.
-func formatWhen(t time.Time, loc *time.Location) string {
+func formatWhen(t time.Time, loc *time.Location, lang i18n.Locale) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.In(loc).Format("Jan 2, 15:04 MST")
+	return t.In(loc).Format(lang.T("layout_when", nil))
 }
 
 // dataValue follows a key path into event data. Strings render as they

@@ -30,7 +30,7 @@ func shown(m *mailtemplates.Message) previewEmail {
 }
 
 func (s *Server) envelope() batching.Envelope {
-	return batching.Envelope{From: s.MailFrom, Links: s.Links, Brand: s.Brands.Get(context.Background())}
+	return batching.Envelope{From: s.MailFrom, Links: s.Links, Brand: s.Brands.Get(context.Background()), DefaultLocale: s.DefaultLocale}
 }
 
 // batchEmail is a stored batch's email: the copy the outbox kept when the

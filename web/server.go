@@ -32,7 +32,9 @@ type Server struct {
 	Feed *FeedHub
 	// MailFrom is the From address, for previews.
 	MailFrom string
-	Links    mailtemplates.Links
+	// DefaultLocale is the language of recipients without one of their own.
+	DefaultLocale string
+	Links         mailtemplates.Links
 	// Brands is the host product's brand on emails and recipient pages.
 	Brands *batching.Brands
 	// Now is the clock; tests replace it.

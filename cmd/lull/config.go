@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/lull-dev/lull/i18n"
 	"io"
 	"log/slog"
 	"net/url"
@@ -36,6 +37,9 @@ type Config struct {
 	SMTPRate      float64
 	SMTPConns     int
 	MailFrom      string
+	// DefaultLocale is the language of a recipient without a locale of
+	// their own (LULL_DEFAULT_LOCALE).
+	DefaultLocale string
 	Delivery      string
 	Retention     time.Duration
 	// SoftBounceThreshold and SoftBounceDecay say when soft bounces
@@ -92,6 +96,7 @@ func (c *Config) vars() []configVar {
 		{"LULL_SMTP_RATE", "0", "SMTP messages per second at most; 0: no limit", func(s string) (err error) { c.SMTPRate, err = strconv.ParseFloat(s, 64); return err }},
 		{"LULL_SMTP_CONNECTIONS", "4", "SMTP connections open at once, each reused for many emails", func(s string) (err error) { c.SMTPConns, err = strconv.Atoi(s); return err }},
 		{"LULL_MAIL_FROM", "notifications@localhost", "From address", str(&c.MailFrom)},
+		{"LULL_DEFAULT_LOCALE", "en", "language (BCP 47) of recipients without a locale of their own", str(&c.DefaultLocale)},
 		{"LULL_MAIL_FROM_NAME", "", "From display name; empty: the name in LULL_MAIL_FROM, else the product name", str(&c.Brand.FromName)},
 		{"LULL_PRODUCT_NAME", "", "the host product's name on emails and recipient pages (editable in the console); empty: none", str(&c.Brand.ProductName)},
 		{"LULL_PRODUCT_URL", "", "http(s) address the product's name and logo link to", str(&c.Brand.ProductURL)},
@@ -199,6 +204,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 		if msg := errs[v[0]]; msg != "" {
 			return nil, fmt.Errorf("%s: %s", v[1], msg)
 		}
+	}
+	if _, err := i18n.Parse(c.DefaultLocale); err != nil || c.DefaultLocale == "" {
+		return nil, fmt.Errorf("LULL_DEFAULT_LOCALE %q: must be a language tag such as en, de or pt-BR", c.DefaultLocale)
 	}
 	if c.SoftBounceThreshold < 1 || c.SoftBounceDecay < time.Minute {
 		return nil, fmt.Errorf("LULL_SOFT_BOUNCE_THRESHOLD must be at least 1 and LULL_SOFT_BOUNCE_DECAY at least 1m")

@@ -196,7 +196,7 @@ func (a *app) build(ctx context.Context) error {
 	a.metrics.WatchDatabase(a.db.Pool)
 	brands := &batching.Brands{DB: a.db.Pool, Defaults: cfg.Brand}
 	flush := &jobs.FlushWorker{
-		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom, Brands: brands,
+		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom, Brands: brands, DefaultLocale: cfg.DefaultLocale,
 		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
 	}
 	// A flush job promoted ahead of its time is fetched at River's next
@@ -215,7 +215,7 @@ func (a *app) build(ctx context.Context) error {
 	a.river = client
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics, MaxData: cfg.MaxData}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
-		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, Brands: brands, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics,
+		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, DefaultLocale: cfg.DefaultLocale, Brands: brands, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics,
 		Webhooks: webhooks}
 	return nil
 }

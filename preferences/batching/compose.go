@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 )
@@ -23,6 +24,9 @@ type Envelope struct {
 	Links mailtemplates.Links
 	// Brand is the host product the email speaks for.
 	Brand mailtemplates.Brand
+	// DefaultLocale is the language of a recipient without a locale of
+	// their own (LULL_DEFAULT_LOCALE); empty is English.
+	DefaultLocale string
 }
 
 // Address fills in's sender, Message-ID, thread and list, date and
@@ -190,7 +194,7 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	if err != nil || c.Skip != "" {
 		return c, err
 	}
-	in := input(fc.Batch, rec, items, fc.Types)
+	in := input(fc.Batch, rec, items, fc.Types, i18n.Resolve(rec.Locale, "", e.DefaultLocale))
 	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
 	if key := unsubscribeThread(fc); key != "" {

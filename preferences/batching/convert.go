@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 )
@@ -60,28 +61,35 @@ func Schedule(r *db.Recipient) preferences.Schedule {
 	return s
 }
 
-// TemplateType is a stored type as email shows it.
-func TemplateType(t *db.Type) mailtemplates.Type {
-	return mailtemplates.Type{Key: t.Key, Name: t.Name, Category: t.Category, ItemText: t.ItemText, GroupText: t.GroupText,
+// TemplateType is a stored type as email shows it, in its own texts.
+func TemplateType(t *db.Type) mailtemplates.Type { return TemplateTypeIn(t, nil) }
+
+// TemplateTypeIn is TemplateType in a language: each text from the most
+// specific locale of chain that has it (i18n.Locale.TextChain), else the
+// type's own.
+func TemplateTypeIn(t *db.Type, chain []string) mailtemplates.Type {
+	tx := t.TextsIn(chain)
+	return mailtemplates.Type{Key: t.Key, Name: tx.Name, Category: t.Category, ItemText: tx.ItemText, GroupText: tx.GroupText,
 		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL}
 }
 
 // input is the view model of a batch's email: one group per type,
 // ordered by type name. Every item's type must be in types. Sender,
 // Message-ID, date and links are Envelope.Address's to fill.
-func input(b *db.Batch, rec *db.Recipient, items []db.Item, types map[string]*db.Type) mailtemplates.Input {
+func input(b *db.Batch, rec *db.Recipient, items []db.Item, types map[string]*db.Type, lang i18n.Locale) mailtemplates.Input {
 	in := mailtemplates.Input{
 		BatchID:   b.ID,
 		Mode:      b.Mode,
 		Recipient: mailtemplates.Recipient{ID: rec.ID, Name: rec.Name, Email: rec.Email, Location: preferences.Location(rec.Timezone)},
 		Since:     b.OpenedAt,
+		Locale:    lang,
 	}
 	byType := map[string][]db.Item{}
 	for _, it := range items {
 		byType[it.TypeKey] = append(byType[it.TypeKey], it)
 	}
 	for key, items := range byType {
-		in.Groups = append(in.Groups, Group(TemplateType(types[key]), items))
+		in.Groups = append(in.Groups, Group(TemplateTypeIn(types[key], lang.TextChain()), items))
 	}
 	sort.Slice(in.Groups, func(i, j int) bool {
 		a, b := in.Groups[i].Type, in.Groups[j].Type
