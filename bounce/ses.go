@@ -69,6 +69,7 @@ type sesNotification struct {
 	EventType        string `json:"eventType"`
 	Bounce           *struct {
 		BounceType        string `json:"bounceType"`
+		Timestamp         string `json:"timestamp"`
 		BouncedRecipients []struct {
 			EmailAddress   string `json:"emailAddress"`
 			Status         string `json:"status"`
@@ -80,6 +81,7 @@ type sesNotification struct {
 			EmailAddress string `json:"emailAddress"`
 		} `json:"complainedRecipients"`
 		ComplaintFeedbackType string `json:"complaintFeedbackType"`
+		Timestamp             string `json:"timestamp"`
 		UserAgent             string `json:"userAgent"`
 	} `json:"complaint"`
 	Mail struct {
@@ -124,6 +126,7 @@ func (s *ses) decode(ctx context.Context, _ *http.Request, body []byte, now time
 	var out []Report
 	switch typ := n.NotificationType + n.EventType; {
 	case typ == "Bounce" && n.Bounce != nil:
+		at := eventTime(n.Bounce.Timestamp, 0, now)
 		kind := Soft // Transient and Undetermined
 		if n.Bounce.BounceType == "Permanent" {
 			kind = Hard
@@ -134,7 +137,7 @@ func (s *ses) decode(ctx context.Context, _ *http.Request, body []byte, now time
 				if !statusCode.MatchString(status) {
 					status = statusIn(r.DiagnosticCode)
 				}
-				out = append(out, Report{Address: a, Kind: kind, Status: status, BatchID: batch, Detail: clip(r.DiagnosticCode), At: now})
+				out = append(out, Report{Address: a, Kind: kind, Status: status, BatchID: batch, Detail: clip(r.DiagnosticCode), At: at})
 			}
 		}
 	case typ == "Complaint" && n.Complaint != nil:
@@ -144,7 +147,8 @@ func (s *ses) decode(ctx context.Context, _ *http.Request, body []byte, now time
 		}
 		for _, r := range n.Complaint.ComplainedRecipients {
 			if a := address(r.EmailAddress); a != "" {
-				out = append(out, Report{Address: a, Kind: Complaint, Status: ft, BatchID: batch, Detail: clip(n.Complaint.UserAgent), At: now})
+				out = append(out, Report{Address: a, Kind: Complaint, Status: ft, BatchID: batch, Detail: clip(n.Complaint.UserAgent),
+					At: eventTime(n.Complaint.Timestamp, 0, now)})
 			}
 		}
 	}
