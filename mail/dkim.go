@@ -20,9 +20,12 @@ import (
 // List-Unsubscribe and List-Unsubscribe-Post to be signed, or receivers
 // ignore them, and Gmail's feedback loop wants Feedback-ID signed. A name
 // listed but absent from an email is signed as absent, so nobody on the
-// way can add it.
+// way can add it: Reply-To and Cc above all, which a recipient who
+// resends a signed email (a DKIM replay) would otherwise add to have
+// answers go to them under lull's signature (RFC 6376 section 5.4.1).
 var dkimHeaders = []string{
-	"From", "To", "Subject", "Date", "Message-ID",
+	"From", "Reply-To", "To", "Cc", "Subject", "Date", "Message-ID",
+	"In-Reply-To", "References", "List-Id",
 	"List-Unsubscribe", "List-Unsubscribe-Post", "Feedback-ID",
 	"MIME-Version", "Content-Type", "Content-Transfer-Encoding",
 }
