@@ -1,9 +1,12 @@
 package bounce
 
 import (
+	"bufio"
 	"context"
 	"crypto/x509"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,5 +48,39 @@ func TestSESRefusesCertificatesOffSNS(t *testing.T) {
 				t.Fatalf("fetched %d times, recorded %+v", fetches, sink.all())
 			}
 		})
+	}
+}
+
+// TestReceiverCapsConnectionsPerClient: one host could open all of the
+// receiver's connections and idle in them, and bounces from every other
+// server waited until it let go. A host over its share is now told 421
+// at once, and the others are still served.
+func TestReceiverCapsConnectionsPerClient(t *testing.T) {
+	t.Parallel()
+	_, addr := startReceiver(t)
+	greet := func(local string) string {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: %v", local, err)
+		}
+		return line
+	}
+	for i := range maxPerClient {
+		if got := greet("127.0.0.1"); !strings.HasPrefix(got, "220") {
+			t.Fatalf("connection %d: %q, want the greeting", i+1, got)
+		}
+	}
+	if got := greet("127.0.0.1"); !strings.HasPrefix(got, "421") {
+		t.Fatalf("one connection over the share: %q, want 421", got)
+	}
+	if got := greet("127.0.0.2"); !strings.HasPrefix(got, "220") {
+		t.Fatalf("another host: %q, want the greeting", got)
 	}
 }

@@ -23,6 +23,10 @@ const (
 	sessionLimit    = 5 * time.Minute
 	ioTimeout       = time.Minute
 	maxConnections  = 50
+	// maxPerClient keeps one host from taking every connection: a mail
+	// server sends a few bounces at a time, and a client holding more is
+	// told 421 (try later) at once, which MTAs honour.
+	maxPerClient = 10
 )
 
 // Receiver is lull's own SMTP server for bounce mail (LULL_BOUNCE_ADDR).
@@ -127,22 +131,63 @@ func (s *session) Data(r io.Reader) error {
 	return nil
 }
 
-// boundedListener caps the connections open at once and the life of each.
+// boundedListener caps the connections open at once, in all and per
+// client address, and the life of each.
 type boundedListener struct {
 	net.Listener
 	slots chan struct{}
+
+	mu    sync.Mutex
+	perIP map[string]int
 }
 
 func (l *boundedListener) Accept() (net.Conn, error) {
-	l.slots <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
+	for {
+		l.slots <- struct{}{}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		ip := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		if !l.take(ip) {
+			// Written with a short deadline: a client that reads nothing
+			// must not hold the accept loop.
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c, "421 4.7.0 Too many connections from your host, try again later\r\n")
+			c.Close()
+			<-l.slots
+			continue
+		}
+		bc := &boundedConn{Conn: c, end: time.Now().Add(sessionLimit), release: func() { l.give(ip); <-l.slots }}
+		bc.SetDeadline(time.Time{})
+		return bc, nil
 	}
-	bc := &boundedConn{Conn: c, end: time.Now().Add(sessionLimit), release: func() { <-l.slots }}
-	bc.SetDeadline(time.Time{})
-	return bc, nil
+}
+
+// take counts a connection from ip, if ip has room for one more.
+func (l *boundedListener) take(ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perIP == nil {
+		l.perIP = map[string]int{}
+	}
+	if l.perIP[ip] >= maxPerClient {
+		return false
+	}
+	l.perIP[ip]++
+	return true
+}
+
+func (l *boundedListener) give(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perIP[ip]--; l.perIP[ip] <= 0 {
+		delete(l.perIP, ip)
+	}
 }
 
 // boundedConn keeps every deadline go-smtp sets at or before end, so a
