@@ -86,7 +86,9 @@ func collectSuppressions(rows pgx.Rows, err error) ([]Suppression, error) {
 // address was new to the list.
 func Suppress(ctx context.Context, q Querier, s Suppression, now time.Time) (*Suppression, bool, error) {
 	s.Address = NormalizeAddress(s.Address)
-	s.Detail = cleanText(s.Detail, maxDetail)
+	// In bytes, room for the 1000 characters of any script the API and
+	// console allow; reports were cut to maxDetail already.
+	s.Detail = cleanText(s.Detail, 4*maxDetail)
 	// The update always writes, keeping the stored values where the new
 	// entry would narrow an 'all', so that RETURNING always has the row;
 	// xmax = 0 only on a row this statement inserted.
