@@ -6,9 +6,12 @@ import (
 	"crypto/x509"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-smtp"
 )
 
 // TestSESRefusesCertificatesOffSNS: the SNS host check let through
@@ -82,5 +85,33 @@ func TestReceiverCapsConnectionsPerClient(t *testing.T) {
 	}
 	if got := greet("127.0.0.2"); !strings.HasPrefix(got, "220") {
 		t.Fatalf("another host: %q, want the greeting", got)
+	}
+}
+
+// TestReceiverCutsOffRecipientGuessing: a conversation could name
+// recipients that are no return path without end, each refused and
+// logged, so one client could fill the log at line speed. After
+// maxRefused it is told 421 and closed.
+func TestReceiverCutsOffRecipientGuessing(t *testing.T) {
+	t.Parallel()
+	_, addr := startReceiver(t)
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Mail("", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxRefused {
+		if err := c.Rcpt("bounces+"+strconv.Itoa(i)+"-guess@bounces.example.com", nil); smtpCode(err) != 550 {
+			t.Fatalf("guess %d: %v, want 550", i+1, err)
+		}
+	}
+	if err := c.Rcpt("bounces+99-guess@bounces.example.com", nil); smtpCode(err) != 421 {
+		t.Fatalf("one guess too many: %v, want 421", err)
+	}
+	if err := c.Noop(); err == nil {
+		t.Fatal("the conversation is still open")
 	}
 }
