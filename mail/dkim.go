@@ -57,6 +57,11 @@ func NewDKIM(key, selector, domain string) (*DKIM, error) {
 	if block == nil {
 		return nil, errors.New("LULL_DKIM_KEY: no PEM block")
 	}
+	// An encrypted key would otherwise fail with an ASN.1 error that does
+	// not say what to do.
+	if block.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(block.Headers["Proc-Type"], "ENCRYPTED") {
+		return nil, errors.New("LULL_DKIM_KEY: the key is encrypted with a passphrase; give it unencrypted (openssl pkey -in key.pem -out plain.pem) and protect the file instead")
+	}
 	var parsed any
 	var err error
 	if block.Type == "RSA PRIVATE KEY" {

@@ -148,6 +148,15 @@ func TestNewDKIMRefusesBadKeys(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// A key with a passphrase is refused saying so, in either PEM form.
+	for _, key := range []string{
+		"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHzBJBgkqhkiG9w0BBQ0wPDAbBgkqhkiG9w0BBQwwDgQI\n-----END ENCRYPTED PRIVATE KEY-----\n",
+		"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0123456789ABCDEF0123456789ABCDEF\n\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+	} {
+		if _, err := mail.NewDKIM(key, "s", "example.com"); err == nil || !strings.Contains(err.Error(), "passphrase") {
+			t.Errorf("an encrypted key: %v, want an error naming the passphrase", err)
+		}
+	}
 	if _, err := mail.NewDKIM(weak, "", "example.com"); err == nil {
 		t.Error("accepted a key without a selector")
 	}
