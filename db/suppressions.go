@@ -255,8 +255,11 @@ func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePo
 	if r.BatchID < 0 {
 		r.BatchID = 0
 	}
+	// A time a little ahead is a source's clock running fast, and kept:
+	// made now, the same report heard again later would carry another
+	// time and count twice. Only a time far ahead is not believed.
 	at := r.At
-	if at.IsZero() || at.After(now) {
+	if at.IsZero() || at.After(now.Add(time.Hour)) {
 		at = now
 	}
 	fresh, err := insertBounceReport(ctx, tx, r, at, now)

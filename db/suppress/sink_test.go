@@ -69,3 +69,28 @@ func TestRedeliveredWebhookCountsOnce(t *testing.T) {
 		t.Fatalf("one deferral heard three times suppressed the address: %+v %v", s, err)
 	}
 }
+
+// TestReportFromAFastClockCountsOnce: a service whose clock runs a few
+// seconds ahead reports an event "in the future". Its time was replaced
+// by the time heard, so the same event heard again minutes later (a
+// redelivery) carried another time and counted as a second soft bounce.
+func TestReportFromAFastClockCountsOnce(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	sink := &suppress.Sink{DB: d, Now: func() time.Time { return now }}
+	r := bounce.Report{Address: "fast@example.com", Kind: bounce.Soft, Status: "4.2.2", Source: "sendgrid", At: now.Add(3 * time.Second)}
+	for range 3 {
+		if err := sink.Record(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(5 * time.Minute)
+	}
+	var n int
+	if err := d.Pool.QueryRow(t.Context(), `SELECT count(*) FROM bounce_reports`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d reports stored (%v), want 1", n, err)
+	}
+	if _, err := db.GetSuppression(t.Context(), d.Pool, r.Address); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("one soft bounce heard three times suppressed the address: %v", err)
+	}
+}
