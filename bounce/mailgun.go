@@ -59,10 +59,11 @@ type mailgunWebhook struct {
 		Signature string `json:"signature"`
 	} `json:"signature"`
 	EventData struct {
-		Event          string `json:"event"`
-		Severity       string `json:"severity"`
-		Recipient      string `json:"recipient"`
-		Reason         string `json:"reason"`
+		Event          string  `json:"event"`
+		Timestamp      float64 `json:"timestamp"`
+		Severity       string  `json:"severity"`
+		Recipient      string  `json:"recipient"`
+		Reason         string  `json:"reason"`
 		DeliveryStatus struct {
 			Code        int    `json:"code"`
 			Message     string `json:"message"`
@@ -105,6 +106,7 @@ func (m mailgun) decode(_ context.Context, _ *http.Request, body []byte, now tim
 		return nil, nil
 	}
 	batch, _ := m.verp.Batch(e.Envelope.Sender)
+	now = eventTime("", e.Timestamp, now)
 	detail := e.DeliveryStatus.Message + " " + e.DeliveryStatus.Description
 	switch {
 	case e.Event == "complained":

@@ -24,6 +24,7 @@ type postmarkEvent struct {
 	Email       string
 	Description string
 	Details     string
+	BouncedAt   string
 }
 
 // postmarkKinds maps Postmark's bounce types to what they say about the
@@ -67,5 +68,5 @@ func (p postmark) decode(_ context.Context, r *http.Request, body []byte, now ti
 	if kind == Complaint {
 		status = "abuse"
 	}
-	return []Report{{Address: addr, Kind: kind, Status: status, Detail: clip(e.Description + " " + e.Details), At: now}}, nil
+	return []Report{{Address: addr, Kind: kind, Status: status, Detail: clip(e.Description + " " + e.Details), At: eventTime(e.BouncedAt, 0, now)}}, nil
 }

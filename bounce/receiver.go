@@ -23,6 +23,15 @@ const (
 	sessionLimit    = 5 * time.Minute
 	ioTimeout       = time.Minute
 	maxConnections  = 50
+	// maxPerClient keeps one host from taking every connection: a mail
+	// server sends a few bounces at a time, and a client holding more is
+	// told 421 (try later) at once, which MTAs honour.
+	maxPerClient = 10
+	// maxRefused is how many recipients one conversation may name that
+	// are no return path of ours. A mail server returning a bounce names
+	// one; a client trying addresses by the thousand would fill the log
+	// with refusals, so it is cut off.
+	maxRefused = 5
 )
 
 // Receiver is lull's own SMTP server for bounce mail (LULL_BOUNCE_ADDR).
@@ -51,7 +60,7 @@ func NewReceiver(v VERP, sink Sink, logger *slog.Logger) *Receiver {
 	}
 	rc := &Receiver{verp: v, sink: sink, logger: logger, now: time.Now}
 	rc.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		return &session{rc: rc, remote: c.Conn().RemoteAddr().String()}, nil
+		return &session{rc: rc, conn: c.Conn(), remote: c.Conn().RemoteAddr().String()}, nil
 	}))
 	rc.srv.Domain = v.Domain
 	// One return path per message: a bounce is sent to the one envelope
@@ -77,9 +86,11 @@ func (rc *Receiver) Serve(ln net.Listener) error {
 func (rc *Receiver) Close() error { return rc.srv.Close() }
 
 type session struct {
-	rc     *Receiver
-	remote string
-	batch  int64
+	rc      *Receiver
+	conn    net.Conn
+	remote  string
+	batch   int64
+	refused int
 }
 
 func (s *session) Reset()        { s.batch = 0 }
@@ -92,6 +103,14 @@ func (s *session) Mail(string, *smtp.MailOptions) error { return nil }
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	id, ok := s.rc.verp.Batch(to)
 	if !ok {
+		if s.refused++; s.refused > maxRefused {
+			// go-smtp has no way to end a conversation from here, so the
+			// goodbye is written and the connection closed under it.
+			s.rc.logger.Warn("bounce: closed a conversation naming too many unknown recipients", "remote", s.remote)
+			io.WriteString(s.conn, "421 4.7.0 Too many unknown recipients, closing\r\n")
+			s.conn.Close()
+			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "too many unknown recipients"}
+		}
 		s.rc.logger.Warn("bounce: refused a recipient that is no return path of ours", "remote", s.remote, "rcpt", clip(to))
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such return path"}
 	}
@@ -127,22 +146,63 @@ func (s *session) Data(r io.Reader) error {
 	return nil
 }
 
-// boundedListener caps the connections open at once and the life of each.
+// boundedListener caps the connections open at once, in all and per
+// client address, and the life of each.
 type boundedListener struct {
 	net.Listener
 	slots chan struct{}
+
+	mu    sync.Mutex
+	perIP map[string]int
 }
 
 func (l *boundedListener) Accept() (net.Conn, error) {
-	l.slots <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
+	for {
+		l.slots <- struct{}{}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		ip := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		if !l.take(ip) {
+			// Written with a short deadline: a client that reads nothing
+			// must not hold the accept loop.
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c, "421 4.7.0 Too many connections from your host, try again later\r\n")
+			c.Close()
+			<-l.slots
+			continue
+		}
+		bc := &boundedConn{Conn: c, end: time.Now().Add(sessionLimit), release: func() { l.give(ip); <-l.slots }}
+		bc.SetDeadline(time.Time{})
+		return bc, nil
 	}
-	bc := &boundedConn{Conn: c, end: time.Now().Add(sessionLimit), release: func() { <-l.slots }}
-	bc.SetDeadline(time.Time{})
-	return bc, nil
+}
+
+// take counts a connection from ip, if ip has room for one more.
+func (l *boundedListener) take(ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perIP == nil {
+		l.perIP = map[string]int{}
+	}
+	if l.perIP[ip] >= maxPerClient {
+		return false
+	}
+	l.perIP[ip]++
+	return true
+}
+
+func (l *boundedListener) give(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perIP[ip]--; l.perIP[ip] <= 0 {
+		delete(l.perIP, ip)
+	}
 }
 
 // boundedConn keeps every deadline go-smtp sets at or before end, so a

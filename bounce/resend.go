@@ -29,8 +29,9 @@ func newResend(secret string) (resend, error) {
 }
 
 type resendEvent struct {
-	Type string `json:"type"`
-	Data struct {
+	Type      string `json:"type"`
+	CreatedAt string `json:"created_at"`
+	Data      struct {
 		To     []string `json:"to"`
 		Bounce struct {
 			Type    string `json:"type"`
@@ -87,7 +88,7 @@ func (s resend) decode(_ context.Context, r *http.Request, body []byte, now time
 	for _, to := range e.Data.To {
 		if a := address(to); a != "" {
 			out = append(out, Report{Address: a, Kind: kind, Status: status,
-				Detail: clip(e.Data.Bounce.SubType + " " + e.Data.Bounce.Message), At: now})
+				Detail: clip(e.Data.Bounce.SubType + " " + e.Data.Bounce.Message), At: eventTime(e.CreatedAt, 0, now)})
 		}
 	}
 	return out, nil

@@ -49,6 +49,9 @@ type sendgridEvent struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason"`
 	Response string `json:"response"`
+	// Timestamp is a number in every sample SendGrid documents; any
+	// other JSON in it is read as no time rather than refusing the batch.
+	Timestamp json.RawMessage `json:"timestamp"`
 }
 
 func (s sendgrid) decode(_ context.Context, r *http.Request, body []byte, now time.Time) ([]Report, error) {
@@ -81,7 +84,9 @@ func (s sendgrid) decode(_ context.Context, r *http.Request, body []byte, now ti
 		if addr == "" {
 			continue
 		}
-		rep := Report{Address: addr, Status: e.Status, Detail: clip(e.Reason + " " + e.Response), At: now}
+		var ts float64
+		json.Unmarshal(e.Timestamp, &ts)
+		rep := Report{Address: addr, Status: e.Status, Detail: clip(e.Reason + " " + e.Response), At: eventTime("", ts, now)}
 		if !statusCode.MatchString(rep.Status) {
 			rep.Status = statusIn(rep.Detail)
 		}

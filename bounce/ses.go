@@ -31,8 +31,16 @@ import (
 const snsSkew = time.Hour
 
 // snsHost is where SNS publishes its signing certificates (and where its
-// SubscribeURLs point): nowhere else is trusted.
-var snsHost = regexp.MustCompile(`^sns\.[a-z0-9-]+\.amazonaws\.com$`)
+// SubscribeURLs point): nowhere else is trusted. The middle label must be
+// a region's name, not any label: sns.s3.amazonaws.com and
+// sns.s3-us-west-2.amazonaws.com are an S3 bucket named "sns", whose
+// owner could serve a certificate of their own there.
+var snsHost = regexp.MustCompile(`^sns\.[a-z]{2}(-[a-z]+)+-[0-9]+\.amazonaws\.com$`)
+
+// snsCertPath is the path of SNS's signing certificates: nothing else on
+// an SNS host is a certificate, and a path or query of the sender's
+// choosing would make every forged request fetch a fresh URL.
+var snsCertPath = regexp.MustCompile(`^/SimpleNotificationService-[A-Za-z0-9]+\.pem$`)
 
 // CertFetcher returns the certificate at an SNS SigningCertURL. It is
 // only asked for https URLs on an sns.<region>.amazonaws.com host.
@@ -61,6 +69,7 @@ type sesNotification struct {
 	EventType        string `json:"eventType"`
 	Bounce           *struct {
 		BounceType        string `json:"bounceType"`
+		Timestamp         string `json:"timestamp"`
 		BouncedRecipients []struct {
 			EmailAddress   string `json:"emailAddress"`
 			Status         string `json:"status"`
@@ -72,6 +81,7 @@ type sesNotification struct {
 			EmailAddress string `json:"emailAddress"`
 		} `json:"complainedRecipients"`
 		ComplaintFeedbackType string `json:"complaintFeedbackType"`
+		Timestamp             string `json:"timestamp"`
 		UserAgent             string `json:"userAgent"`
 	} `json:"complaint"`
 	Mail struct {
@@ -116,6 +126,7 @@ func (s *ses) decode(ctx context.Context, _ *http.Request, body []byte, now time
 	var out []Report
 	switch typ := n.NotificationType + n.EventType; {
 	case typ == "Bounce" && n.Bounce != nil:
+		at := eventTime(n.Bounce.Timestamp, 0, now)
 		kind := Soft // Transient and Undetermined
 		if n.Bounce.BounceType == "Permanent" {
 			kind = Hard
@@ -126,7 +137,7 @@ func (s *ses) decode(ctx context.Context, _ *http.Request, body []byte, now time
 				if !statusCode.MatchString(status) {
 					status = statusIn(r.DiagnosticCode)
 				}
-				out = append(out, Report{Address: a, Kind: kind, Status: status, BatchID: batch, Detail: clip(r.DiagnosticCode), At: now})
+				out = append(out, Report{Address: a, Kind: kind, Status: status, BatchID: batch, Detail: clip(r.DiagnosticCode), At: at})
 			}
 		}
 	case typ == "Complaint" && n.Complaint != nil:
@@ -136,7 +147,8 @@ func (s *ses) decode(ctx context.Context, _ *http.Request, body []byte, now time
 		}
 		for _, r := range n.Complaint.ComplainedRecipients {
 			if a := address(r.EmailAddress); a != "" {
-				out = append(out, Report{Address: a, Kind: Complaint, Status: ft, BatchID: batch, Detail: clip(n.Complaint.UserAgent), At: now})
+				out = append(out, Report{Address: a, Kind: Complaint, Status: ft, BatchID: batch, Detail: clip(n.Complaint.UserAgent),
+					At: eventTime(n.Complaint.Timestamp, 0, now)})
 			}
 		}
 	}
@@ -180,8 +192,8 @@ func (s *ses) verify(ctx context.Context, m *snsMessage, now time.Time) error {
 	default:
 		return &signatureError{"SignatureVersion", "must be 1 or 2"}
 	}
-	if !snsURL(m.SigningCertURL) {
-		return &signatureError{"SigningCertURL", "not an https URL on an SNS host"}
+	if !snsCertURL(m.SigningCertURL) {
+		return &signatureError{"SigningCertURL", "not an SNS certificate's https URL"}
 	}
 	sig, err := base64.StdEncoding.DecodeString(m.Signature)
 	if err != nil || len(sig) == 0 {
@@ -271,6 +283,12 @@ func (s *ses) subscribe(ctx context.Context, m *snsMessage) error {
 func snsURL(u string) bool {
 	p, err := url.Parse(u)
 	return err == nil && p.Scheme == "https" && p.User == nil && p.Port() == "" && snsHost.MatchString(p.Host)
+}
+
+// snsCertURL says whether u is where SNS keeps a signing certificate.
+func snsCertURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && snsURL(u) && snsCertPath.MatchString(p.Path) && p.RawQuery == "" && p.Fragment == "" && !p.ForceQuery
 }
 
 // snsClient follows no redirects: the certificate must come from the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"regexp"
 	"time"
@@ -215,6 +216,23 @@ func statusIn(s string) string { return enhancedCode.FindString(s) }
 
 // address checks an address a service reports; "" when it is none.
 func address(s string) string { return recipientAddress(s) }
+
+// eventTime is when the service says an event happened, or now when it
+// says nothing readable. A report without a batch is known again by this
+// time (db.RecordBounce), so it must come from the event, not from the
+// request: a service redelivering a webhook after a 5xx, or a replay
+// inside the signature's window, must not count a soft bounce twice.
+func eventTime(rfc3339 string, unix float64, now time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, rfc3339); err == nil {
+		return t.UTC()
+	}
+	if unix > 0 && unix < 1e11 {
+		// Microseconds, as PostgreSQL keeps them; a float's nanoseconds
+		// are noise.
+		return time.UnixMicro(int64(math.Round(unix * 1e6))).UTC()
+	}
+	return now
+}
 
 // withinSkew checks a signed Unix timestamp against now.
 func withinSkew(field string, ts int64, now time.Time, skew time.Duration) error {

@@ -224,21 +224,21 @@ func TestWebhooksAcceptSignedSamples(t *testing.T) {
 		want          []Report
 	}{
 		{"SESBounceV1", "ses", k.snsSign(t, snsMessage{Type: "Notification", Message: testdata(t, "ses_bounce.json")}, "1"),
-			[]Report{{Address: "jane@example.com", Kind: Hard, Status: "5.1.1", BatchID: 42, Source: "ses", Detail: "smtp; 550 5.1.1 <jane@example.com>... User", At: testNow}}},
+			[]Report{{Address: "jane@example.com", Kind: Hard, Status: "5.1.1", BatchID: 42, Source: "ses", Detail: "smtp; 550 5.1.1 <jane@example.com>... User", At: time.Date(2026, 11, 24, 11, 59, 38, 237e6, time.UTC)}}},
 		{"SESComplaintV2", "ses", k.snsSign(t, snsMessage{Type: "Notification", Subject: new(string), Message: testdata(t, "ses_complaint.json")}, "2"),
-			[]Report{{Address: "richard@example.com", Kind: Complaint, Status: "abuse", BatchID: 42, Source: "ses", Detail: "AnyCompany Feedback Loop (V0.01)", At: testNow}}},
+			[]Report{{Address: "richard@example.com", Kind: Complaint, Status: "abuse", BatchID: 42, Source: "ses", Detail: "AnyCompany Feedback Loop (V0.01)", At: time.Date(2026, 11, 24, 11, 59, 38, 237e6, time.UTC)}}},
 		{"SESSubscriptionConfirmation", "ses", k.snsSign(t, snsMessage{Type: "SubscriptionConfirmation", Token: "2336412f37",
 			Message: "You have chosen to subscribe to the topic.", SubscribeURL: "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&Token=2336412f37"}, "1"), nil},
 		{"PostmarkBounce", "postmark", k.postmarkAuth(testdata(t, "postmark_bounce.json")),
 			[]Report{{Address: "john@example.com", Kind: Hard, Status: "5.1.1", Source: "postmark",
-				Detail: "The server was unable to deliver your message (ex: unknown user, mailbox not found). smtp;550 5.1.1 The email account that you tried to reach does not exist.", At: testNow}}},
+				Detail: "The server was unable to deliver your message (ex: unknown user, mailbox not found). smtp;550 5.1.1 The email account that you tried to reach does not exist.", At: time.Date(2026, 11, 24, 11, 59, 54, 907025900, time.UTC)}}},
 		{"PostmarkSpamComplaint", "postmark", signed{body: []byte(testdata(t, "postmark_spam.json")), header: http.Header{"X-Lull-Token": {k.postmark}}},
-			[]Report{{Address: "john@example.com", Kind: Complaint, Status: "abuse", Source: "postmark", Detail: "Test spam complaint details", At: testNow}}},
+			[]Report{{Address: "john@example.com", Kind: Complaint, Status: "abuse", Source: "postmark", Detail: "Test spam complaint details", At: time.Date(2026, 11, 24, 11, 59, 54, 0, time.UTC)}}},
 		{"MailgunFailed", "mailgun", k.mailgunSign(t, testdata(t, "mailgun_failed.json"), now),
 			[]Report{{Address: "alice@example.com", Kind: Hard, Status: "5.1.1", BatchID: 42, Source: "mailgun",
-				Detail: "bounce 550 5.1.1 The email account that you tried to reach does not exist Not delivered", At: testNow}}},
+				Detail: "bounce 550 5.1.1 The email account that you tried to reach does not exist Not delivered", At: time.Date(2026, 11, 24, 12, 0, 0, 375624e3, time.UTC)}}},
 		{"MailgunComplained", "mailgun", k.mailgunSign(t, testdata(t, "mailgun_complained.json"), now),
-			[]Report{{Address: "alice@example.com", Kind: Complaint, Status: "abuse", Source: "mailgun", At: testNow}}},
+			[]Report{{Address: "alice@example.com", Kind: Complaint, Status: "abuse", Source: "mailgun", At: time.Date(2026, 11, 24, 12, 0, 0, 433159e3, time.UTC)}}},
 		{"SendGridEvents", "sendgrid", k.sendgridSign(t, testdata(t, "sendgrid_events.json"), now), []Report{
 			{Address: "gone@example.com", Kind: Hard, Status: "5.0.0", Source: "sendgrid", Detail: "500 unknown recipient", At: testNow},
 			{Address: "busy@example.com", Kind: Soft, Status: "4.7.0", Source: "sendgrid", Detail: "421 4.7.0 try again later", At: testNow},
@@ -247,9 +247,9 @@ func TestWebhooksAcceptSignedSamples(t *testing.T) {
 		}},
 		{"ResendBounced", "resend", k.resendSign(t, testdata(t, "resend_bounced.json"), now),
 			[]Report{{Address: "bounced@example.com", Kind: Hard, Status: "5.1.1", Source: "resend",
-				Detail: "General The recipient's email provider sent a hard bounce message: 550 5.1.1 user unknown", At: testNow}}},
+				Detail: "General The recipient's email provider sent a hard bounce message: 550 5.1.1 user unknown", At: time.Date(2026, 11, 24, 11, 59, 12, 126e6, time.UTC)}}},
 		{"ResendComplained", "resend", k.resendSign(t, testdata(t, "resend_complained.json"), now),
-			[]Report{{Address: "complained@example.com", Kind: Complaint, Status: "abuse", Source: "resend", At: testNow}}},
+			[]Report{{Address: "complained@example.com", Kind: Complaint, Status: "abuse", Source: "resend", At: time.Date(2026, 11, 24, 11, 59, 12, 126e6, time.UTC)}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

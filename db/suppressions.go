@@ -86,7 +86,9 @@ func collectSuppressions(rows pgx.Rows, err error) ([]Suppression, error) {
 // address was new to the list.
 func Suppress(ctx context.Context, q Querier, s Suppression, now time.Time) (*Suppression, bool, error) {
 	s.Address = NormalizeAddress(s.Address)
-	s.Detail = cleanText(s.Detail, maxDetail)
+	// In bytes, room for the 1000 characters of any script the API and
+	// console allow; reports were cut to maxDetail already.
+	s.Detail = cleanText(s.Detail, 4*maxDetail)
 	// The update always writes, keeping the stored values where the new
 	// entry would narrow an 'all', so that RETURNING always has the row;
 	// xmax = 0 only on a row this statement inserted.
@@ -253,8 +255,11 @@ func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePo
 	if r.BatchID < 0 {
 		r.BatchID = 0
 	}
+	// A time a little ahead is a source's clock running fast, and kept:
+	// made now, the same report heard again later would carry another
+	// time and count twice. Only a time far ahead is not believed.
 	at := r.At
-	if at.IsZero() || at.After(now) {
+	if at.IsZero() || at.After(now.Add(time.Hour)) {
 		at = now
 	}
 	fresh, err := insertBounceReport(ctx, tx, r, at, now)

@@ -20,9 +20,12 @@ import (
 // List-Unsubscribe and List-Unsubscribe-Post to be signed, or receivers
 // ignore them, and Gmail's feedback loop wants Feedback-ID signed. A name
 // listed but absent from an email is signed as absent, so nobody on the
-// way can add it.
+// way can add it: Reply-To and Cc above all, which a recipient who
+// resends a signed email (a DKIM replay) would otherwise add to have
+// answers go to them under lull's signature (RFC 6376 section 5.4.1).
 var dkimHeaders = []string{
-	"From", "To", "Subject", "Date", "Message-ID",
+	"From", "Reply-To", "To", "Cc", "Subject", "Date", "Message-ID",
+	"In-Reply-To", "References", "List-Id",
 	"List-Unsubscribe", "List-Unsubscribe-Post", "Feedback-ID",
 	"MIME-Version", "Content-Type", "Content-Transfer-Encoding",
 }
@@ -53,6 +56,11 @@ func NewDKIM(key, selector, domain string) (*DKIM, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("LULL_DKIM_KEY: no PEM block")
+	}
+	// An encrypted key would otherwise fail with an ASN.1 error that does
+	// not say what to do.
+	if block.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(block.Headers["Proc-Type"], "ENCRYPTED") {
+		return nil, errors.New("LULL_DKIM_KEY: the key is encrypted with a passphrase; give it unencrypted (openssl pkey -in key.pem -out plain.pem) and protect the file instead")
 	}
 	var parsed any
 	var err error

@@ -84,7 +84,9 @@ func TestDKIMSignsEverySentEmail(t *testing.T) {
 					t.Fatalf("message %d: verification %v, %+v\n%s", i, err, vs, got.Data)
 				}
 				signed := vs[0].HeaderKeys
-				for _, h := range []string{"list-unsubscribe", "list-unsubscribe-post", "feedback-id", "from", "subject"} {
+				// Reply-To and Cc are signed absent: a recipient resending
+				// the signed email cannot add them.
+				for _, h := range []string{"list-unsubscribe", "list-unsubscribe-post", "feedback-id", "from", "subject", "reply-to", "cc"} {
 					if !slices.ContainsFunc(signed, func(k string) bool { return strings.EqualFold(k, h) }) {
 						t.Errorf("message %d: %s not signed (h=%v)", i, h, signed)
 					}
@@ -144,6 +146,15 @@ func TestNewDKIMRefusesBadKeys(t *testing.T) {
 	} {
 		if _, err := mail.NewDKIM(key, "s", "example.com"); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+	// A key with a passphrase is refused saying so, in either PEM form.
+	for _, key := range []string{
+		"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHzBJBgkqhkiG9w0BBQ0wPDAbBgkqhkiG9w0BBQwwDgQI\n-----END ENCRYPTED PRIVATE KEY-----\n",
+		"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0123456789ABCDEF0123456789ABCDEF\n\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+	} {
+		if _, err := mail.NewDKIM(key, "s", "example.com"); err == nil || !strings.Contains(err.Error(), "passphrase") {
+			t.Errorf("an encrypted key: %v, want an error naming the passphrase", err)
 		}
 	}
 	if _, err := mail.NewDKIM(weak, "", "example.com"); err == nil {

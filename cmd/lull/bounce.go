@@ -67,6 +67,16 @@ func (b *BounceConfig) check() error {
 	if b.DKIMKey == "" && (b.DKIMSelector != "" || b.DKIMDomain != "") {
 		return errors.New("LULL_DKIM_SELECTOR and LULL_DKIM_DOMAIN need LULL_DKIM_KEY")
 	}
+	// A typo here would not fail until every email did: a return path
+	// go-mail cannot write, or a DKIM tag list a stray ";" breaks so that
+	// every signature fails.
+	for _, v := range []struct{ name, value string }{
+		{"LULL_BOUNCE_DOMAIN", b.Domain}, {"LULL_DKIM_DOMAIN", b.DKIMDomain}, {"LULL_DKIM_SELECTOR", b.DKIMSelector},
+	} {
+		if v.value != "" && (len(v.value) > 253 || !dnsName.MatchString(v.value)) {
+			return fmt.Errorf("%s must be a domain name, such as bounces.example.com; got %q", v.name, v.value)
+		}
+	}
 	// Google reads a SenderId of 5 to 15 characters, and a colon would
 	// start another field.
 	if b.FeedbackID != "" && !senderID.MatchString(b.FeedbackID) {
@@ -76,6 +86,10 @@ func (b *BounceConfig) check() error {
 }
 
 var senderID = regexp.MustCompile(`^[A-Za-z0-9._-]{5,15}$`)
+
+// dnsName is a domain name of letters, digits and hyphens (IDNs in their
+// xn-- form), as DNS and SMTP accept one.
+var dnsName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 
 // envelope is what the SMTP sender adds to each email.
 func (b *BounceConfig) envelope(secret []byte) (mail.Envelope, error) {

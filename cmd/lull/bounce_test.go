@@ -27,6 +27,10 @@ func TestBounceConfigRefusesHalfSettings(t *testing.T) {
 		"ConfirmNotABool":       {"LULL_WEBHOOK_SES_CONFIRM": "yes"},
 		"FeedbackIDWithColon":   {"LULL_FEEDBACK_ID": "acme:prod"},
 		"FeedbackIDTooShort":    {"LULL_FEEDBACK_ID": "acme"},
+		"BounceDomainAnAddress": {"LULL_BOUNCE_DOMAIN": "bounces@example.com"},
+		"BounceDomainSpace":     {"LULL_BOUNCE_DOMAIN": "bounces example.com"},
+		"DKIMSelectorTagBreak":  {"LULL_DKIM_KEY": "k.pem", "LULL_DKIM_SELECTOR": "s1; d=evil.example", "LULL_DKIM_DOMAIN": "example.com"},
+		"DKIMDomainTrailingDot": {"LULL_DKIM_KEY": "k.pem", "LULL_DKIM_SELECTOR": "s1", "LULL_DKIM_DOMAIN": "example.com."},
 	} {
 		if _, err := loadConfig(nil, func(k string) string { return env[k] }, io.Discard); err == nil {
 			t.Errorf("%s: accepted", name)
