@@ -57,8 +57,19 @@ func (l Links) UnsubscribeURL(recipientID string, types []string, now time.Time)
 	if len(scope) > maxScope {
 		scope = ""
 	}
-	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, scope, exp))
+	link := l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, scope, exp))
+	if len(link) > maxLink {
+		// An odd recipient id, escaped, leaves no room for types.
+		link = l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, "", exp))
+	}
+	return link
 }
+
+// maxLink bounds an unsubscribe link in bytes, so that List-Unsubscribe
+// with it stays within a mail line (998 bytes): a longer line may be
+// refused or broken by a mail server, and the token with it. Escaping
+// makes an odd batch key or recipient id up to three times as long.
+const maxLink = 900
 
 // maxScope bounds the types an unsubscribe link names, in bytes: with
 // the rest of the token, base64 and the address, the link stays well
@@ -88,10 +99,17 @@ func (l Links) WithinSettingsTTL(token string, now time.Time) bool {
 
 // UnsubscribeThreadURL returns the one-click unsubscribe link that stops
 // one thread: the batch key of an email whose type unsubscribes by
-// thread, such as the comments on one document.
-func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time) string {
+// thread, such as the comments on one document; thread is false when the
+// key is too long for a link (see maxLink), and the link stops the
+// thread's type instead.
+func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time) (link string, thread bool) {
 	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
-	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, threadMark+batchKey, exp))
+	link = l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, threadMark+batchKey, exp))
+	if len(link) > maxLink {
+		typ, _, _ := strings.Cut(batchKey, "+")
+		return l.UnsubscribeURL(recipientID, []string{typ}, now), false
+	}
+	return link, true
 }
 
 // threadMark starts the data of a thread's link; type keys cannot hold it.

@@ -218,7 +218,7 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
 	if key := unsubscribeThread(fc); key != "" {
-		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now), true
+		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
 	}
 	if c.Message, err = mailtemplates.Render(in); err != nil {
 		return Composed{}, err
