@@ -130,7 +130,12 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Subscribed again"), Email: rec.Email, Undone: true}
+	title := "Subscribed again"
+	if rec.Unsubscribed {
+		title = "Undone"
+	}
+	v := views.UnsubscribedView{Page: s.recipientPage(w, r, title), Email: rec.Email, Undone: true,
+		StillAll: rec.Unsubscribed && !u.All}
 	if q, _ := url.ParseQuery(data); q.Get("settings") == "1" {
 		v.SettingsURL = s.settingsLink(id)
 	}

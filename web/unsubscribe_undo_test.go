@@ -1,0 +1,32 @@
+package web_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUndoSaysWhenEverythingStaysOff: a recipient stops the email's
+// types, then everything, then undoes the first step. The page said
+// "gets these emails again" while the unsubscribe from everything still
+// stopped them all; it now says so and links to the settings.
+func TestUndoSaysWhenEverythingStaysOff(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	link := strings.Replace(a.web.Links.UnsubscribeURL("u_bob", []string{"comment"}, time.Now()), "http://lull.test", a.srv.URL, 1)
+	bob := browserClient(t)
+	_, doc := postDoc(t, bob, link, nil, "")
+	undo, _ := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	everything, _ := doc.Find(`[data-testid=unsubscribe-all]`).Closest("form").Attr("action")
+	postDoc(t, bob, a.srv.URL+everything, url.Values{"scope": {"all"}}, "")
+
+	_, doc = postDoc(t, bob, a.srv.URL+undo, nil, "")
+	done := doc.Find(`[data-testid=done]`).Text()
+	if strings.Contains(done, "gets these emails again") || !strings.Contains(done, "still unsubscribed from all emails") {
+		t.Errorf("undo page: %q", done)
+	}
+	if doc.Find(`[data-testid=settings-link]`).Length() != 1 {
+		t.Error("no way to the settings from the undo page")
+	}
+}
