@@ -37,7 +37,7 @@ type UnsubscribedView struct {
 	Thread bool
 	// Undone says the unsubscribe was just undone; StillAll that the
 	// recipient is unsubscribed from everything all the same (a separate
-	// step undo left alone), so nothing comes back yet.
+	// step, or one taken before this link), so nothing comes back yet.
 	Undone, StillAll bool
 	// UndoAction undoes what was done; EverythingAction (when not All)
 	// unsubscribes from everything; SettingsURL opens the settings page.

@@ -135,7 +135,7 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 		title = "Undone"
 	}
 	v := views.UnsubscribedView{Page: s.recipientPage(w, r, title), Email: rec.Email, Undone: true,
-		StillAll: rec.Unsubscribed && !u.All}
+		StillAll: rec.Unsubscribed}
 	if q, _ := url.ParseQuery(data); q.Get("settings") == "1" {
 		v.SettingsURL = s.settingsLink(id)
 	}

@@ -29,4 +29,14 @@ func TestUndoSaysWhenEverythingStaysOff(t *testing.T) {
 	if doc.Find(`[data-testid=settings-link]`).Length() != 1 {
 		t.Error("no way to the settings from the undo page")
 	}
+
+	// Unsubscribed from everything already, the recipient follows a link
+	// that unsubscribes from everything: its undo changes nothing.
+	all := strings.Replace(a.web.Links.UnsubscribeURL("u_bob", nil, time.Now()), "http://lull.test", a.srv.URL, 1)
+	_, doc = postDoc(t, bob, all, nil, "")
+	undo, _ = doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	_, doc = postDoc(t, bob, a.srv.URL+undo, nil, "")
+	if done := doc.Find(`[data-testid=done]`).Text(); !strings.Contains(done, "still unsubscribed from all emails") {
+		t.Errorf("undo of a repeated unsubscribe from everything: %q", done)
+	}
 }
