@@ -76,25 +76,25 @@ const maxLink = 900
 // under a mail line.
 const maxScope = 300
 
-// WithinSettingsTTL reports whether an unsubscribe token (already
-// verified) was made so recently that its email's settings link still
-// works. Only then may the page after an unsubscribe link to the settings
-// with a fresh token: an unsubscribe link lives 90 days, and must not
-// become a way into the settings long after the email's own settings
-// link expired.
-func (l Links) WithinSettingsTTL(token string, now time.Time) bool {
+// SettingsDeadline is when the settings link of an unsubscribe token's
+// email (the token already verified) stops working; the zero time for a
+// token it cannot read. Only until then may the page after an
+// unsubscribe, or its undo, link to the settings with a fresh token: an
+// unsubscribe link lives 90 days, and must not become a way into the
+// settings long after the email's own settings link expired.
+func (l Links) SettingsDeadline(token string) time.Time {
 	p, _, _ := strings.Cut(token, ".")
 	payload, err := base64.RawURLEncoding.DecodeString(p)
 	parts := strings.Split(string(payload), "\n")
 	if err != nil || len(parts) < 3 {
-		return false
+		return time.Time{}
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return false
+		return time.Time{}
 	}
 	made := time.Unix(exp, 0).Add(-orDefault(l.UnsubscribeTTL, 90*24*time.Hour))
-	return now.Before(made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour)))
+	return made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour))
 }
 
 // UnsubscribeThreadURL returns the one-click unsubscribe link that stops
