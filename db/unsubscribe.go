@@ -31,22 +31,54 @@ type Undo struct {
 const SkipMutedThread = "muted thread"
 
 // mutedBatchesQuery finds which of the batches in $1 have a key their
-// recipient unsubscribed from; a flush reads it with the rest.
-const mutedBatchesQuery = `SELECT b.id FROM batches b
+// recipient unsubscribed from (with no notification id), and which
+// notifications of other batches belong to such a thread: a digest's key
+// is its cadence ("daily"), so a thread muted before the recipient chose
+// a digest is found by its items' type and event batch key. Required
+// types ignore the mute. It starts from muted_threads, so a recipient
+// with none costs nothing; a flush reads it with the rest.
+const mutedBatchesQuery = `SELECT b.id, NULL::bigint FROM batches b
 	JOIN muted_threads m ON m.recipient_id = b.recipient_id AND m.batch_key = b.batch_key
-	WHERE b.id = ANY($1)`
+	WHERE b.id = ANY($1)
+	UNION ALL
+	SELECT n.batch_id, n.id FROM batches b
+	JOIN muted_threads m ON m.recipient_id = b.recipient_id AND m.batch_key <> b.batch_key
+	JOIN notifications n ON n.batch_id = b.id AND n.retracted_at IS NULL
+	JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+	JOIN notification_types t ON t.key = n.type_key AND NOT t.required
+	WHERE b.id = ANY($1) AND e.batch_key <> '' AND m.batch_key = n.type_key || '+' || e.batch_key`
 
-// readMutedBatches marks the batches mutedBatchesQuery found.
+// readMutedBatches marks the batches mutedBatchesQuery found, and takes
+// the muted threads' items out of the others; a batch left with none is
+// muted as a whole.
 func readMutedBatches(res pgx.BatchResults, out map[int64]*FlushContent) error {
 	rows, err := res.Query()
 	if err != nil {
 		return err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	for _, id := range ids {
-		if c := out[id]; c != nil {
+	type row struct {
+		Batch int64
+		Item  *int64
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	muted := map[int64]map[int64]bool{}
+	for _, r := range found {
+		c := out[r.Batch]
+		switch {
+		case c == nil:
+		case r.Item == nil:
 			c.ThreadMuted = true
+		default:
+			if muted[r.Batch] == nil {
+				muted[r.Batch] = map[int64]bool{}
+			}
+			muted[r.Batch][*r.Item] = true
 		}
+	}
+	for id, items := range muted {
+		c := out[id]
+		c.Items = slices.DeleteFunc(c.Items, func(it Item) bool { return items[it.NotificationID] })
+		c.ThreadMuted = c.ThreadMuted || len(c.Items) == 0
 	}
 	return err
 }

@@ -145,3 +145,40 @@ func TestLongUnicodeSubjectStartsOnItsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestLongASCIISubjectStartsOnItsLine: go-mail folds an ASCII subject
+// with a word too long for the first line (a file name, a URL) by
+// leaving "Subject:" alone on it, which some clients and filters read as
+// an empty subject; a 998-character word made a line over the limit of
+// 998. Now the first line holds the subject's start, words are folded
+// at spaces, no line is over 998, and the subject reads back whole.
+func TestLongASCIISubjectStartsOnItsLine(t *testing.T) {
+	t.Parallel()
+	for _, subject := range []string{
+		strings.Repeat("x", 150),
+		"Acme Docs: " + strings.Repeat("y", 120) + " commented on " + strings.Repeat("z", 40),
+		strings.Repeat("x", 998),
+		strings.Repeat("a few words ", 40) + "end",
+	} {
+		raw := wire(t, subject, nil)
+		head, _, _ := strings.Cut(raw, "\r\n\r\n")
+		i := strings.Index(head, "\r\nSubject:")
+		lines := strings.Split(head[i+2:], "\r\n")
+		if strings.TrimSpace(strings.TrimPrefix(lines[0], "Subject:")) == "" {
+			t.Errorf("Subject's first line is empty:\n%.300s", head[i+2:])
+		}
+		for _, l := range lines {
+			if len(l) > 998 {
+				t.Errorf("line of %d characters", len(l))
+			}
+		}
+		parsed, err := netmail.ReadMessage(strings.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("Subject"))
+		if err != nil || got != subject {
+			t.Errorf("Subject decodes to %q (%v), want %q", got, err, subject)
+		}
+	}
+}

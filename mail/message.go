@@ -152,11 +152,42 @@ func listID(v string) (string, error) {
 // subject; here the first encoded word starts on the Subject line, and
 // every line stays within RFC 2047's 76 characters.
 func setSubject(msg *gomail.Msg, s string) {
-	if isASCII(s) {
+	if s == "" {
 		msg.Subject(s)
 		return
 	}
+	if v, ok := foldASCII(s, len("Subject: ")); ok {
+		msg.SetGenHeaderPreformatted(gomail.HeaderSubject, v)
+		return
+	}
 	msg.SetGenHeaderPreformatted(gomail.HeaderSubject, encodeWords(s, 76-len("Subject: "), 76-1))
+}
+
+// foldASCII folds an ASCII header value at its spaces, before a word
+// that would take its line past 78 characters, but never before the
+// first word: go-mail does, and leaves the header's name alone on its
+// line. It reports false for non-ASCII text, or a word too long for a
+// mail line (998), which encoded words can split.
+func foldASCII(s string, col int) (string, bool) {
+	if !isASCII(s) {
+		return "", false
+	}
+	var b strings.Builder
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case col+1+len(w) > 78:
+			b.WriteString("\r\n ")
+			col = 0
+		default:
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+		if col += 1 + len(w); col > 998 {
+			return "", false
+		}
+	}
+	return b.String(), true
 }
 
 // encodeWords writes s as Q-encoded words of UTF-8, the first at most

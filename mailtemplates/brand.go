@@ -45,8 +45,14 @@ func (b Brand) Check() map[string]string {
 			return
 		}
 		u, err := url.Parse(v)
-		if err != nil || len(v) > maxBrandURL || safeURL(v) != v || !plainHost.MatchString(u.Host) {
-			errs[field] = "Use a full http:// or https:// address."
+		switch {
+		case err != nil || len(v) > maxBrandURL || safeURL(v) != v || !plainHost.MatchString(u.Host):
+			errs[field] = "Use a full http:// or https:// address; write an international domain in its xn-- form."
+		case u.User != nil:
+			// "https://docs.acme.example@evil.example/" reads as one
+			// host and leads to another; a logo's password would go to
+			// every recipient.
+			errs[field] = "Leave out the user name and password before the @."
 		}
 	}
 	link("product_url", b.ProductURL)

@@ -96,6 +96,10 @@ func TestBrandCheck(t *testing.T) {
 		{"logo_url", Brand{LogoURL: "https://cdn.example;script-src/logo.png"}}, // would end the page policy's img-src
 		{"logo_url", Brand{LogoURL: "https://cdn.example'/logo.png"}},
 		{"logo_url", Brand{LogoURL: "https://acme.example/" + strings.Repeat("a", 2000)}},
+		// A link showing one host while leading to another, and a logo
+		// whose password every recipient's mail client would fetch with.
+		{"product_url", Brand{ProductURL: "https://docs.acme.example@evil.example/"}},
+		{"logo_url", Brand{LogoURL: "https://user:secret@cdn.example/logo.png"}},
 		{"color", Brand{Color: "red"}},
 		{"color", Brand{Color: "#12345"}},
 		{"color", Brand{Color: "#ffeb3b"}}, // yellow: white text on it is unreadable

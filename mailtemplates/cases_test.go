@@ -125,8 +125,25 @@ func TestViewAll(t *testing.T) {
 		t.Parallel()
 		it := event("Eve", "..", "", 1)
 		it.Object.ID = "1&admin=true#x"
+		dot := event("Eve", ".", "", 1)
+		// A browser reads "%2E%2E" (and ".%2e", "%2e") as ".." and climbs
+		// to https://app.example/x, as it does for "..": no escaping keeps
+		// a dot segment in place, so such a value makes no link.
+		for src, it := range map[string]Item{
+			"https://app.example/docs/{{object.title}}/x":                 it,
+			"https://app.example/docs/{{object.title}}{{object.title}}/x": dot,
+			"https://app.example/docs/{{object.title}}/x?y=1":             dot,
+		} {
+			tx, err := parseText(src, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tx.expandURL(&it, time.UTC); got != "" {
+				t.Errorf("%s expands for %q to %q, a path that climbs", src, it.Object.Title, got)
+			}
+		}
 		for src, want := range map[string]string{
-			"https://app.example/docs/{{object.title}}/x":  "https://app.example/docs/%2E%2E/x",
+			"https://app.example/docs/x{{object.title}}/x": "https://app.example/docs/x../x",
 			"https://app.example/search?q={{object.id}}":   "https://app.example/search?q=1%26admin%3Dtrue%23x",
 			"https://app.example/d/{{object.id}}/comments": "https://app.example/d/1&admin=true%23x/comments",
 		} {

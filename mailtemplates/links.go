@@ -57,41 +57,59 @@ func (l Links) UnsubscribeURL(recipientID string, types []string, now time.Time)
 	if len(scope) > maxScope {
 		scope = ""
 	}
-	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, scope, exp))
+	link := l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, scope, exp))
+	if len(link) > maxLink {
+		// An odd recipient id, escaped, leaves no room for types.
+		link = l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, "", exp))
+	}
+	return link
 }
+
+// maxLink bounds an unsubscribe link in bytes, so that List-Unsubscribe
+// with it stays within a mail line (998 bytes): a longer line may be
+// refused or broken by a mail server, and the token with it. Escaping
+// makes an odd batch key or recipient id up to three times as long.
+const maxLink = 900
 
 // maxScope bounds the types an unsubscribe link names, in bytes: with
 // the rest of the token, base64 and the address, the link stays well
 // under a mail line.
 const maxScope = 300
 
-// WithinSettingsTTL reports whether an unsubscribe token (already
-// verified) was made so recently that its email's settings link still
-// works. Only then may the page after an unsubscribe link to the settings
-// with a fresh token: an unsubscribe link lives 90 days, and must not
-// become a way into the settings long after the email's own settings
-// link expired.
-func (l Links) WithinSettingsTTL(token string, now time.Time) bool {
+// SettingsDeadline is when the settings link of an unsubscribe token's
+// email (the token already verified) stops working; the zero time for a
+// token it cannot read. Only until then may the page after an
+// unsubscribe, or its undo, link to the settings with a fresh token: an
+// unsubscribe link lives 90 days, and must not become a way into the
+// settings long after the email's own settings link expired.
+func (l Links) SettingsDeadline(token string) time.Time {
 	p, _, _ := strings.Cut(token, ".")
 	payload, err := base64.RawURLEncoding.DecodeString(p)
 	parts := strings.Split(string(payload), "\n")
 	if err != nil || len(parts) < 3 {
-		return false
+		return time.Time{}
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return false
+		return time.Time{}
 	}
 	made := time.Unix(exp, 0).Add(-orDefault(l.UnsubscribeTTL, 90*24*time.Hour))
-	return now.Before(made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour)))
+	return made.Add(orDefault(l.SettingsTTL, 7*24*time.Hour))
 }
 
 // UnsubscribeThreadURL returns the one-click unsubscribe link that stops
 // one thread: the batch key of an email whose type unsubscribes by
-// thread, such as the comments on one document.
-func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time) string {
+// thread, such as the comments on one document; thread is false when the
+// key is too long for a link (see maxLink), and the link stops the
+// thread's type instead.
+func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time) (link string, thread bool) {
 	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
-	return l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, threadMark+batchKey, exp))
+	link = l.url("/unsubscribe", l.SignedToken(PurposeUnsubscribe, recipientID, threadMark+batchKey, exp))
+	if len(link) > maxLink {
+		typ, _, _ := strings.Cut(batchKey, "+")
+		return l.UnsubscribeURL(recipientID, []string{typ}, now), false
+	}
+	return link, true
 }
 
 // threadMark starts the data of a thread's link; type keys cannot hold it.

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,3 +86,38 @@ func TestUnsubscribeLinksNameTheirTypes(t *testing.T) {
 }
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// TestUnsubscribeLinksFitAMailLine: a link is written whole into
+// List-Unsubscribe, which with its name must stay within a mail line
+// (998 bytes). A thread's batch key (255 bytes of "%" or "é") and a
+// recipient id of the same kind are escaped to three times their size,
+// and made a 1,100-byte header that servers may refuse or break, cutting
+// the signed token. A link now says less when it would not fit: a
+// thread's stops its type, and one naming types stops everything.
+func TestUnsubscribeLinksFitAMailLine(t *testing.T) {
+	t.Parallel()
+	l := Links{BaseURL: "https://docs.acme.example", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	now := time.Unix(1_800_000_000, 0)
+	fits := func(link string) {
+		t.Helper()
+		if n := len("List-Unsubscribe: <" + link + ">"); n > 998 {
+			t.Errorf("header line of %d bytes", n)
+		}
+	}
+	odd := strings.Repeat("é", 127)
+	link, thread := l.UnsubscribeThreadURL("u_bob", "comment.created+"+strings.Repeat("%", 239), now)
+	fits(link)
+	_, data, err := l.VerifyData(tokenOf(t, link), PurposeUnsubscribe, now)
+	if err != nil || thread || !slices.Equal(UnsubscribeTypes(data), []string{"comment.created"}) {
+		t.Errorf("long thread: thread %v, data %q, %v", thread, data, err)
+	}
+	link, thread = l.UnsubscribeThreadURL("u_bob", "comment.created+doc:7", now)
+	if _, data, err := l.VerifyData(tokenOf(t, link), PurposeUnsubscribe, now); err != nil || !thread || UnsubscribeThread(data) != "comment.created+doc:7" {
+		t.Errorf("short thread: thread %v, data %q, %v", thread, data, err)
+	}
+	link = l.UnsubscribeURL(odd, []string{"comment.created", "app.shared"}, now)
+	fits(link)
+	if id, data, err := l.VerifyData(tokenOf(t, link), PurposeUnsubscribe, now); err != nil || id != odd || data != "" {
+		t.Errorf("long id: %q %q %v", id, data, err)
+	}
+}

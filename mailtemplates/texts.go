@@ -448,8 +448,9 @@ func ValidateViewURL(s string) error {
 
 // expandURL expands a view_url for one item, escaping every value as a
 // path segment, or after a "?" as a query value, so a title with "/",
-// "?", "&" or "#" stays inside its place, and "." or ".." cannot climb
-// the path.
+// "?", "&" or "#" stays inside its place. A value that makes a path
+// segment "." or ".." makes no link: browsers read those, and "%2E%2E"
+// too, as a step up the path, so no escaping keeps them in place.
 func (t *text) expandURL(it *Item, loc *time.Location) string {
 	var b strings.Builder
 	f := fields{item: it, loc: loc, count: 1}
@@ -461,17 +462,24 @@ func (t *text) expandURL(it *Item, loc *time.Location) string {
 			continue
 		}
 		v := clip(f.value(s), maxValue)
-		switch {
-		case query:
+		if query {
 			v = url.QueryEscape(v)
-		case v == "." || v == "..":
-			v = strings.ReplaceAll(v, ".", "%2E")
-		default:
+		} else {
 			v = url.PathEscape(v)
 		}
 		b.WriteString(v)
 	}
-	return safeURL(b.String())
+	link := safeURL(b.String())
+	u, err := url.Parse(link)
+	if err != nil {
+		return ""
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		if seg = strings.ReplaceAll(strings.ToLower(seg), "%2e", "."); seg == "." || seg == ".." {
+			return ""
+		}
+	}
+	return link
 }
 
 // DefaultItemText is given to a type saved without item_text: who did it

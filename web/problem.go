@@ -89,7 +89,7 @@ func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusNotFound:
 		text = "There is nothing here."
 	case http.StatusServiceUnavailable:
-		heading, text = "Try again shortly", "lull cannot reach its database right now."
+		heading, text = "Try again shortly", "This page cannot reach its data right now. Try again in a few minutes."
 	case http.StatusInternalServerError:
 		text = "Something went wrong on our side. It has been logged."
 	}

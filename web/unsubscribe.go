@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	v, err := s.unsubscribedView(r.Context(), w, r, u, s.Links.WithinSettingsTTL(token, s.now()))
+	v, err := s.unsubscribedView(r.Context(), w, r, u, s.Links.SettingsDeadline(token))
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -83,15 +84,15 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 }
 
 // unsubscribedView describes what an unsubscribe did, with a signed undo
-// button that puts back exactly that. With settings, the page links to
-// the recipient's settings (see Links.WithinSettingsTTL), and so does
-// the page after an undo.
-func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r *http.Request, u *db.Unsubscribed, settings bool) (views.UnsubscribedView, error) {
+// button that puts back exactly that. Until settings (the email's
+// settings link's expiry, see Links.SettingsDeadline), the page links to
+// the recipient's settings, and so does the page after an undo.
+func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r *http.Request, u *db.Unsubscribed, settings time.Time) (views.UnsubscribedView, error) {
 	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Unsubscribed"), Email: u.Recipient.Email, All: u.All}
 	data := u.Encode()
-	if settings {
+	if s.now().Before(settings) {
 		v.SettingsURL = s.settingsLink(u.Recipient.ID)
-		data += "&settings=1"
+		data += "&settings=" + strconv.FormatInt(settings.Unix(), 10)
 	}
 	names, err := s.typeNames(ctx)
 	if err != nil {
@@ -130,8 +131,14 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Subscribed again"), Email: rec.Email, Undone: true}
-	if q, _ := url.ParseQuery(data); q.Get("settings") == "1" {
+	title := "Subscribed again"
+	if rec.Unsubscribed {
+		title = "Undone"
+	}
+	v := views.UnsubscribedView{Page: s.recipientPage(w, r, title), Email: rec.Email, Undone: true,
+		StillAll: rec.Unsubscribed}
+	q, _ := url.ParseQuery(data)
+	if until, err := strconv.ParseInt(q.Get("settings"), 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
 		v.SettingsURL = s.settingsLink(id)
 	}
 	w.Header().Set("Cache-Control", "no-store")

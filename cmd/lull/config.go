@@ -6,6 +6,7 @@ import (
 	"github.com/lull-dev/lull/i18n"
 	"io"
 	"log/slog"
+	"net/mail"
 	"net/url"
 	"os"
 	"slices"
@@ -198,6 +199,11 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*C
 	}
 	if c.MaxData < 2 {
 		return nil, fmt.Errorf("LULL_MAX_DATA must be at least 2 bytes (the size of {})")
+	}
+	// A From without an address would be refused at every send, so
+	// nothing would go out; better to say so at the start.
+	if _, err := mail.ParseAddress(c.MailFrom); err != nil {
+		return nil, fmt.Errorf("LULL_MAIL_FROM %q: %v; want an address such as notifications@example.com or Acme <notifications@example.com>", c.MailFrom, err)
 	}
 	errs := c.Brand.Check()
 	for _, v := range brandVars {

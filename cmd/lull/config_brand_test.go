@@ -23,7 +23,9 @@ func TestConfigBrand(t *testing.T) {
 		t.Fatalf("brand %+v", b)
 	}
 	for name, bad := range map[string]string{"LULL_BRAND_COLOR": "#ffff00", "LULL_LOGO_URL": "file:///etc/passwd",
-		"LULL_PRODUCT_URL": "javascript:alert(1)", "LULL_PRODUCT_NAME": strings.Repeat("A", 61)} {
+		"LULL_PRODUCT_URL": "javascript:alert(1)", "LULL_PRODUCT_NAME": strings.Repeat("A", 61),
+		// No address: every email would be refused when sent, silently.
+		"LULL_MAIL_FROM": "Acme Notifications"} {
 		good := env[name]
 		env[name] = bad
 		if _, err := loadConfig(nil, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), name) {

@@ -45,7 +45,7 @@ func (b *Brands) Get(ctx context.Context) mailtemplates.Brand {
 	defer cancel()
 	stored, err := b.Stored(ctx)
 	if b.at.IsZero() || err == nil {
-		b.cur = Overlay(b.Defaults, stored)
+		b.cur = Overlay(checked(b.Defaults), checked(stored))
 	}
 	b.at = time.Now()
 	return b.cur
@@ -95,6 +95,19 @@ func Overlay(base, top mailtemplates.Brand) mailtemplates.Brand {
 		}
 	}
 	return base
+}
+
+// checked is b without the fields Check refuses: a value stored before
+// its check existed, or written to the database past the console, must
+// not reach a recipient (pages link the product's address as it is).
+func checked(b mailtemplates.Brand) mailtemplates.Brand {
+	errs := b.Check()
+	for name, p := range brandFields(&b) {
+		if errs[name] != "" {
+			*p = ""
+		}
+	}
+	return b
 }
 
 // brandFields names b's fields as the console and the settings table do.

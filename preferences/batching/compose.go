@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"net/mail"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/net/idna"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/i18n"
@@ -104,13 +107,34 @@ func (e Envelope) tag(parts ...string) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:10]))
 }
 
+// mailDomain is the domain of the From address, for the right side of
+// Message-IDs and List-Id: parsed as an address, so "@" in a display
+// name is not taken for it, and in its ASCII (punycode) form, which is
+// all those headers may hold. Without a usable domain it is "localhost".
 func mailDomain(from string) string {
-	if _, d, ok := strings.Cut(from, "@"); ok {
-		if d = strings.Trim(d, "> "); d != "" {
-			return d
+	a, err := mail.ParseAddress(from)
+	if err != nil {
+		return "localhost"
+	}
+	d := a.Address[strings.LastIndex(a.Address, "@")+1:]
+	if !isASCII(d) {
+		// Only then: a plain domain keeps its case, and so the
+		// Message-IDs of batches already sent keep theirs.
+		d, err = idna.Lookup.ToASCII(d)
+	}
+	if err != nil || d == "" {
+		return "localhost"
+	}
+	return d
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
 		}
 	}
-	return "localhost"
+	return true
 }
 
 // listID names the list an email belongs to (RFC 2919), so a recipient can
@@ -198,7 +222,7 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
 	if key := unsubscribeThread(fc); key != "" {
-		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now), true
+		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
 	}
 	if c.Message, err = mailtemplates.Render(in); err != nil {
 		return Composed{}, err
