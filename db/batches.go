@@ -633,6 +633,9 @@ type FlushContent struct {
 	Suppression *Suppression
 	// ThreadMuted says the recipient unsubscribed from the batch's key.
 	ThreadMuted bool
+	// ThreadMutedItems counts, by type, the items taken out of the batch
+	// because their thread is muted (a digest's), for the skip log.
+	ThreadMutedItems map[string]int
 }
 
 // The reads of a flush, each about the batches in $1. Types and

@@ -77,7 +77,13 @@ func readMutedBatches(res pgx.BatchResults, out map[int64]*FlushContent) error {
 	}
 	for id, items := range muted {
 		c := out[id]
-		c.Items = slices.DeleteFunc(c.Items, func(it Item) bool { return items[it.NotificationID] })
+		c.ThreadMutedItems = map[string]int{}
+		c.Items = slices.DeleteFunc(c.Items, func(it Item) bool {
+			if items[it.NotificationID] {
+				c.ThreadMutedItems[it.TypeKey]++
+			}
+			return items[it.NotificationID]
+		})
 		c.ThreadMuted = c.ThreadMuted || len(c.Items) == 0
 	}
 	return err

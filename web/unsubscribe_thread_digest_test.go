@@ -45,6 +45,12 @@ func TestMutedThreadStaysOutOfDigests(t *testing.T) {
 	if !strings.Contains(sent[0].Text, "Fatima") || strings.Contains(sent[0].Text, "Alice") {
 		t.Errorf("digest:\n%s", sent[0].Text)
 	}
+	// What the digest left out is in the skip log, as everything an
+	// email leaves out is.
+	var skipped int
+	if err := a.db.Pool.QueryRow(ctx, `SELECT coalesce(sum(items), 0) FROM skips WHERE batch_id = $1 AND reason = $2`, muted, db.SkipMutedThread).Scan(&skipped); err != nil || skipped != 1 {
+		t.Errorf("skip log has %d muted-thread items of the digest (%v), want 1", skipped, err)
+	}
 
 	only := a.postEvent(t, "comment", "Alice", "doc:7")
 	due(only)

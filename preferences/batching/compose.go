@@ -293,5 +293,10 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	for key, n := range stopped {
 		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: fc.Suppression.SkipReason()})
 	}
+	// Items of a muted thread were taken out of a digest as it was read;
+	// they are accounted for like every other item the email leaves out.
+	for key, n := range fc.ThreadMutedItems {
+		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: db.SkipMutedThread})
+	}
 	return items, rec, c, nil
 }
