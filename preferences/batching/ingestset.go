@@ -3,6 +3,7 @@ package batching
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -18,12 +19,26 @@ import (
 // database one transaction of a dozen statements instead of thirty of
 // ten. A set's events commit together; each caller still gets its own
 // answer, and an event that cannot be written with the others (a replayed
-// key, an unknown recipient, a recipient or key another event of the set
-// already has) is written by itself afterwards, exactly as without sets.
+// key, an unknown recipient, a key another event of the set already has)
+// is written by itself afterwards, exactly as without sets.
+//
+// Events of a set may name the same recipients: a flood of events into one
+// thread then meets in the set, and each batch row is written once per set
+// (see db.JoinBatches) instead of once per event, each event waiting for
+// the one before to commit. The set is written as if its events came one
+// after another at the same instant. Two exceptions keep that exact: the
+// events sharing a recipient must be of one type (a set reads one
+// preference per recipient), and an event is written by itself when the
+// route of a recipient it shares depends on the recipient's past (the
+// burst guard, the leading item), which an earlier event of the set
+// changes but the database does not show yet.
 //
 // setRecipients is the most recipients an event of a set may have: a
-// larger fan-out is set-based already and is written alone.
-const setRecipients = 10
+// larger fan-out is set-based already and is written alone. Events to a
+// team or a thread's followers (tens of recipients) are what floods into
+// shared batches are made of, so they are written in sets too; a set of
+// groupSize such events is at most as large as one chunk of a fan-out.
+const setRecipients = 99
 
 // setLockWait is how long a set waits for a row another transaction holds
 // (a batch a fan-out is filling, a key its first request is using) before
@@ -58,7 +73,7 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 	// recipients is tried again without them: each such event then gets
 	// its own error, from its own transaction.
 	for len(members) > 0 {
-		in := &ingestion{Engine: e, now: e.now(), members: slices.Clone(members)}
+		in := &ingestion{Engine: e, now: e.ingestNow(), members: slices.Clone(members)}
 		written := false
 		err := e.DB.InTxWaitingAtMost(ctx, setLockWait, func(tx pgx.Tx) error {
 			in.tx = tx
@@ -67,6 +82,7 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 			return err
 		})
 		var unknown *unknownError
+		var apart *apartError
 		switch {
 		case err == nil:
 			for _, m := range in.members {
@@ -83,6 +99,8 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 			return outs
 		case errors.As(err, &unknown):
 			members = slices.DeleteFunc(members, func(m *member) bool { return m.err != nil })
+		case errors.As(err, &apart):
+			members = slices.DeleteFunc(members, func(m *member) bool { return slices.Contains(apart.members, m) })
 		default:
 			if len(members) > 1 && !db.IsLockTimeout(err) {
 				e.Logger.Warn("writing events as a set failed; writing them one by one", "events", len(members), "err", err)
@@ -93,28 +111,29 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 	return outs
 }
 
-// admit picks the calls that can share a transaction: no two may name the
-// same recipient (they would join the same batch in one statement) or the
-// same idempotency key.
+// admit picks the calls that can share a transaction: no two may use the
+// same idempotency key, and calls naming the same recipient must be of
+// one type.
 func admit(calls []ingestCall) []*member {
 	type key struct {
 		apiKeyID int64
 		key      string
 	}
-	recipients, keys := map[string]bool{}, map[key]bool{}
+	typeOf, keys := map[string]string{}, map[key]bool{}
 	var members []*member
 	for i, c := range calls {
 		k := key{c.apiKeyID, c.ev.Key}
 		taken := c.ev.Key != "" && keys[k]
 		for _, r := range c.ev.Recipients {
-			taken = taken || recipients[r.ID]
+			t, named := typeOf[r.ID]
+			taken = taken || named && t != c.typ.Key
 		}
 		if taken {
 			continue
 		}
 		keys[k] = true
 		for _, r := range c.ev.Recipients {
-			recipients[r.ID] = true
+			typeOf[r.ID] = c.typ.Key
 		}
 		members = append(members, &member{ingestCall: c, out: i})
 	}
@@ -167,4 +186,12 @@ func (in *ingestion) claimKeys(ctx context.Context) error {
 	}
 	in.members = slices.DeleteFunc(in.members, func(m *member) bool { return used[m] })
 	return nil
+}
+
+// apartError names the events of a set that must be written by themselves
+// (see setRecipients); the set is tried again without them.
+type apartError struct{ members []*member }
+
+func (e *apartError) Error() string {
+	return fmt.Sprintf("%d events share recipients whose route depends on their past", len(e.members))
 }
