@@ -474,15 +474,21 @@ type JoinedBatch struct {
 // order above still holds.
 func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
 	groups := groupJoins(joins)
-	latest := map[int64]JoinedBatch{}
-	batchOf := make([]int64, len(joins))
+	out := make([]JoinedBatch, len(joins))
+	// take gives the next k joins of g batch b, and b's new state to the
+	// joins of g that went into it before.
 	take := func(g *joinGroup, b JoinedBatch, k int) {
-		for _, i := range g.idx[g.done : g.done+k] {
-			batchOf[i] = b.ID
+		if g.done > 0 {
+			if prev := out[g.idx[g.done-1]]; prev.ID == b.ID {
+				b.Inserted = b.Inserted || prev.Inserted
+			}
+		}
+		for n, i := range g.idx[:g.done+k] {
+			if n >= g.done || out[i].ID == b.ID {
+				out[i] = b
+			}
 		}
 		g.done += k
-		b.Inserted = b.Inserted || latest[b.ID].Inserted
-		latest[b.ID] = b
 	}
 
 	first := make([]BatchJoin, len(groups))
@@ -522,10 +528,6 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 		}
 		rest = slices.DeleteFunc(rest, func(g *joinGroup) bool { return g.done == len(g.idx) })
 	}
-	out := make([]JoinedBatch, len(joins))
-	for i, id := range batchOf {
-		out[i] = latest[id]
-	}
 	return out, nil
 }
 
@@ -552,33 +554,35 @@ func groupJoins(joins []BatchJoin) []joinGroup {
 	return groups
 }
 
-// joinedByKey holds the rows of an upsert by recipient and key, in id
+// joinedByKey finds the rows of an upsert by recipient and key, in id
 // order: several immediate batches of one key come back in the order
 // their joins were given.
-type joinedByKey map[[2]string][]JoinedBatch
-
-func byKey(rows []JoinedBatch) joinedByKey {
-	out := make(joinedByKey, len(rows))
-	for _, b := range rows {
-		k := [2]string{b.RecipientID, b.BatchKey}
-		out[k] = append(out[k], b)
-	}
-	for _, bs := range out {
-		slices.SortFunc(bs, func(a, b JoinedBatch) int { return cmp.Compare(a.ID, b.ID) })
-	}
-	return out
+type joinedByKey struct {
+	rows []JoinedBatch // by recipient, key and id
+	at   map[[2]string]int
 }
 
-// next takes the first row for j's recipient and key, if the upsert
+func byKey(rows []JoinedBatch) joinedByKey {
+	slices.SortFunc(rows, func(a, b JoinedBatch) int {
+		return cmp.Or(cmp.Compare(a.RecipientID, b.RecipientID), cmp.Compare(a.BatchKey, b.BatchKey), cmp.Compare(a.ID, b.ID))
+	})
+	m := joinedByKey{rows: rows, at: make(map[[2]string]int, len(rows))}
+	for i := len(rows) - 1; i >= 0; i-- {
+		m.at[[2]string{rows[i].RecipientID, rows[i].BatchKey}] = i
+	}
+	return m
+}
+
+// next takes the next row for j's recipient and key, if the upsert
 // returned one.
 func (m joinedByKey) next(j BatchJoin) (JoinedBatch, bool) {
 	k := [2]string{j.RecipientID, j.BatchKey}
-	bs := m[k]
-	if len(bs) == 0 {
+	i, ok := m.at[k]
+	if !ok || i == len(m.rows) || m.rows[i].RecipientID != j.RecipientID || m.rows[i].BatchKey != j.BatchKey {
 		return JoinedBatch{}, false
 	}
-	m[k] = bs[1:]
-	return bs[0], true
+	m.at[k] = i + 1
+	return m.rows[i], true
 }
 
 // joinEach puts one notification per join into its batch, the keys all

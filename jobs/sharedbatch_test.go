@@ -183,3 +183,61 @@ func TestEventsRacingIntoAFillingBatchSplitAtMaxItems(t *testing.T) {
 		t.Errorf("%d notifications, want %d", got, len(people)*total)
 	}
 }
+
+// Immediate events racing to the same recipients meet in sets too, and
+// each still gets an email of its own: a batch per event and recipient,
+// named in that event's answer.
+func TestImmediateEventsRacingToOneRecipientEachOpenTheirOwn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 30
+	b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
+	b.recipient(t, "ann", "UTC")
+	b.recipient(t, "ben", "UTC")
+	results := b.race(t, n, func(int) *batching.Event { return event("alert", "", ref("ann"), ref("ben")) })
+	seen := map[int64]bool{}
+	for _, res := range results {
+		for _, br := range res.Batches {
+			if seen[br.ID] {
+				t.Fatalf("batch %d answered to two events", br.ID)
+			}
+			seen[br.ID] = true
+			if got := b.count(t, "SELECT count(*) FROM notifications WHERE batch_id = $1 AND event_id = $2 AND recipient_id = $3", br.ID, res.ID, br.Recipient); got != 1 {
+				t.Errorf("event %d's batch %d for %s does not hold its notification", res.ID, br.ID, br.Recipient)
+			}
+		}
+	}
+	if got := b.count(t, "SELECT count(*) FROM batches WHERE mode = 'immediate' AND item_count = 1"); got != 2*n || len(seen) != 2*n {
+		t.Errorf("%d immediate batches of one item, %d answered; want %d", got, len(seen), 2*n)
+	}
+	if got := b.count(t, "SELECT count(DISTINCT xmin::text) FROM events"); got >= n {
+		t.Errorf("%d transactions wrote %d events: they did not meet", got, n)
+	}
+}
+
+// Events to recipients with the leading item race each other: the set
+// they meet in writes the later ones by themselves (their route depends
+// on what the earlier ones did), and every event is still stored once,
+// each notification in one batch.
+func TestLeadingEventsRacingAreAllStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 30
+	b.saveType(t, db.Type{Key: "reply", DefaultMode: "cooldown", WindowMS: 5 * 60_000, Lead: true})
+	b.recipient(t, "ann", "UTC")
+	b.recipient(t, "ben", "UTC")
+	for _, res := range b.race(t, n, func(int) *batching.Event { return event("reply", "", ref("ann"), ref("ben")) }) {
+		if res.Notifications != 2 || len(res.Batches) != 2 {
+			t.Fatalf("event %d: %d notifications in %d batches, want 2", res.ID, res.Notifications, len(res.Batches))
+		}
+	}
+	if got := b.count(t, "SELECT count(*) FROM notifications"); got != 2*n {
+		t.Errorf("%d notifications, want %d", got, 2*n)
+	}
+	if got := b.count(t, "SELECT count(*) FROM batches b WHERE item_count <> (SELECT count(*) FROM notifications n WHERE n.batch_id = b.id)"); got != 0 {
+		t.Errorf("%d batches whose item count is not their notifications", got)
+	}
+	if got := b.count(t, "SELECT count(*) FROM batches WHERE mode = 'cooldown' AND state = 'open' AND NOT sealed"); got != 2 {
+		t.Errorf("%d open cooldown batches, want one per recipient", got)
+	}
+}
