@@ -241,3 +241,42 @@ func TestLeadingEventsRacingAreAllStored(t *testing.T) {
 		t.Errorf("%d open cooldown batches, want one per recipient", got)
 	}
 }
+
+// Events to a few dozen recipients meet in sets when they share
+// recipients, and are written by themselves when they do not (side by
+// side, each in its own transaction).
+func TestWiderEventsMeetWhenTheyShareRecipients(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n, width = 24, 20
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "cooldown", WindowMS: 3_600_000})
+	team := func(first int) []batching.RecipientRef {
+		var to []batching.RecipientRef
+		for i := first; i < first+width; i++ {
+			to = append(to, ref(fmt.Sprintf("p%03d", i)))
+		}
+		return to
+	}
+	for i := range (n + 1) * width {
+		b.recipient(t, fmt.Sprintf("p%03d", i), "UTC")
+	}
+	apart := b.race(t, n, func(i int) *batching.Event { return event("comment", "", team((i+1)*width)...) })
+	shared := b.race(t, n, func(int) *batching.Event { return event("comment", "", team(0)...) })
+
+	transactions := func(rs []*batching.IngestResult) int {
+		var ids []int64
+		for _, r := range rs {
+			ids = append(ids, r.ID)
+		}
+		return b.count(t, "SELECT count(DISTINCT xmin::text) FROM events WHERE id = ANY($1)", ids)
+	}
+	if got := transactions(apart); got != n {
+		t.Errorf("%d events to separate teams were written in %d transactions, want each in its own", n, got)
+	}
+	if got := transactions(shared); got >= n {
+		t.Errorf("%d events to one team were written in %d transactions: they did not meet", n, got)
+	}
+	if got := b.count(t, "SELECT count(*) FROM batches WHERE recipient_id < 'p020' AND item_count = $1", n); got != width {
+		t.Errorf("%d of the team's %d batches hold the %d events", got, width, n)
+	}
+}

@@ -208,7 +208,12 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 		return nil, err
 	}
 	call := ingestCall{apiKeyID: apiKeyID, typ: typ, ev: ev}
-	if len(ev.Recipients) <= setRecipients {
+	if n := len(ev.Recipients); n <= setRecipients {
+		contended := e.writing.enter(ev.Recipients)
+		defer e.writing.leave(ev.Recipients)
+		if n > smallEvent && !contended {
+			return e.ingestAlone(ctx, call)
+		}
 		if out, ok := e.sets.Do(ctx, call, e.ingestSet); ok && !out.alone {
 			if out.err != nil {
 				return nil, out.err
