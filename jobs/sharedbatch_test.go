@@ -242,9 +242,10 @@ func TestLeadingEventsRacingAreAllStored(t *testing.T) {
 	}
 }
 
-// Events to a few dozen recipients meet in sets when they share
-// recipients, and are written by themselves when they do not (side by
-// side, each in its own transaction).
+// Events to a few dozen recipients meet in sets when they go to the same
+// batches, and are written by themselves when they do not (side by side,
+// each in its own transaction): to other recipients, or to the same ones
+// under other batch keys.
 func TestWiderEventsMeetWhenTheyShareRecipients(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -261,6 +262,11 @@ func TestWiderEventsMeetWhenTheyShareRecipients(t *testing.T) {
 		b.recipient(t, fmt.Sprintf("p%03d", i), "UTC")
 	}
 	apart := b.race(t, n, func(i int) *batching.Event { return event("comment", "", team((i+1)*width)...) })
+	threads := b.race(t, n, func(i int) *batching.Event {
+		ev := event("comment", "", team(0)...)
+		ev.BatchKey = fmt.Sprint("thread:", i)
+		return ev
+	})
 	shared := b.race(t, n, func(int) *batching.Event { return event("comment", "", team(0)...) })
 
 	transactions := func(rs []*batching.IngestResult) int {
@@ -273,10 +279,13 @@ func TestWiderEventsMeetWhenTheyShareRecipients(t *testing.T) {
 	if got := transactions(apart); got != n {
 		t.Errorf("%d events to separate teams were written in %d transactions, want each in its own", n, got)
 	}
+	if got := transactions(threads); got != n {
+		t.Errorf("%d events to one team in separate threads were written in %d transactions, want each in its own", n, got)
+	}
 	if got := transactions(shared); got >= n {
 		t.Errorf("%d events to one team were written in %d transactions: they did not meet", n, got)
 	}
-	if got := b.count(t, "SELECT count(*) FROM batches WHERE recipient_id < 'p020' AND item_count = $1", n); got != width {
+	if got := b.count(t, "SELECT count(*) FROM batches WHERE recipient_id < 'p020' AND batch_key = 'comment' AND item_count = $1", n); got != width {
 		t.Errorf("%d of the team's %d batches hold the %d events", got, width, n)
 	}
 }

@@ -52,7 +52,7 @@ type Engine struct {
 	// sets gathers events posted at the same moment into one
 	// transaction (see ingestSet).
 	sets coalesce.Group[ingestCall, ingestOut]
-	// writing tells which recipients events are being written to now.
+	// writing tells which batches events are being written to now.
 	writing inFlight
 }
 

@@ -209,8 +209,8 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 	}
 	call := ingestCall{apiKeyID: apiKeyID, typ: typ, ev: ev}
 	if n := len(ev.Recipients); n <= setRecipients {
-		contended := e.writing.enter(ev.Recipients)
-		defer e.writing.leave(ev.Recipients)
+		contended := e.writing.enter(ev, typ.Key)
+		defer e.writing.leave(ev, typ.Key)
 		if n > smallEvent && !contended {
 			return e.ingestAlone(ctx, call)
 		}

@@ -37,8 +37,11 @@ import (
 // Events of up to smallEvent recipients are always written in sets.
 // Events of up to setRecipients, to a team or a thread's followers, are
 // what floods into shared batches are made of: they join a set when
-// another event naming one of their recipients is being written at the
-// same moment (inFlight), and are written alone otherwise. Alone, such
+// another event of the same type and batch_key naming one of their
+// recipients is being written at the same moment (inFlight), and are
+// written alone otherwise. Events of different types or batch keys that
+// meet in one digest are not seen as meeting, and queue for its row as
+// they did before sets shared recipients. Alone, such
 // events into separate batches run side by side on every core, where one
 // set at a time ran a flood of them into fresh batches at a third to two
 // thirds of the rate; in a set, events into the same batches no longer
@@ -50,35 +53,40 @@ const (
 	setRecipients = 99
 )
 
-// inFlight counts, per recipient, the events of at most setRecipients
-// recipients being written now. The zero value is ready to use.
+// inFlight counts the events of at most setRecipients recipients being
+// written now, per recipient, type and batch_key: the batch of a
+// cool-down or immediate notification. The zero value is ready to use.
 type inFlight struct {
 	mu sync.Mutex
-	n  map[string]int
+	n  map[flightKey]int
 }
 
-// enter counts an event to rs as being written and reports whether
-// another one naming one of them is.
-func (f *inFlight) enter(rs []RecipientRef) (contended bool) {
+type flightKey struct{ recipient, typ, batchKey string }
+
+// enter counts ev (of type typ) as being written and reports whether
+// another event of its type and batch_key to one of its recipients is.
+func (f *inFlight) enter(ev *Event, typ string) (contended bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == nil {
-		f.n = map[string]int{}
+		f.n = map[flightKey]int{}
 	}
-	for _, r := range rs {
-		contended = contended || f.n[r.ID] > 0
-		f.n[r.ID]++
+	for _, r := range ev.Recipients {
+		k := flightKey{r.ID, typ, ev.BatchKey}
+		contended = contended || f.n[k] > 0
+		f.n[k]++
 	}
 	return contended
 }
 
-// leave counts the event to rs as written.
-func (f *inFlight) leave(rs []RecipientRef) {
+// leave counts ev as written.
+func (f *inFlight) leave(ev *Event, typ string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, r := range rs {
-		if f.n[r.ID]--; f.n[r.ID] <= 0 {
-			delete(f.n, r.ID)
+	for _, r := range ev.Recipients {
+		k := flightKey{r.ID, typ, ev.BatchKey}
+		if f.n[k]--; f.n[k] <= 0 {
+			delete(f.n, k)
 		}
 	}
 }
