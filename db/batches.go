@@ -543,8 +543,12 @@ func groupJoins(joins []BatchJoin) []joinGroup {
 	groups := make([]joinGroup, 0, len(joins))
 	at := make(map[[2]string]int, len(joins))
 	for i, j := range joins {
+		if j.Mode == "immediate" {
+			groups = append(groups, joinGroup{idx: []int{i}})
+			continue
+		}
 		k := [2]string{j.RecipientID, j.BatchKey}
-		if g, ok := at[k]; ok && j.Mode != "immediate" {
+		if g, ok := at[k]; ok {
 			groups[g].idx = append(groups[g].idx, i)
 			continue
 		}
