@@ -419,6 +419,9 @@ type BatchJoin struct {
 	Window      time.Duration
 	MaxWait     time.Duration
 	ClosesAt    time.Time // for a new batch
+	// MaxItems is the type's max_items for a cooldown join (0: no limit),
+	// so that a new batch takes no more of the joins for its key.
+	MaxItems int
 }
 
 // JoinedBatch is a batch after a join, with what the engine needs to
@@ -437,93 +440,260 @@ type JoinedBatch struct {
 	Inserted    bool
 }
 
-// JoinBatches puts one notification per join into its batch, in as few
-// statements as it can. The partial unique index batches_one_open makes
-// concurrent ingests for one recipient and key meet in a single batch: the
-// upsert either inserts it or locks and updates the existing open row, and
-// the lock is held until the caller's transaction commits. Joins are
-// sorted so that concurrent fan-outs lock rows in one order and cannot
-// deadlock: by bytes (COLLATE "C"), the order Go sorts strings in, because
-// a large event is written in chunks cut in Go's order.
+// JoinBatches puts one notification per join into its batch and returns,
+// for each join in order, the batch it went into as the last statement
+// left it. The partial unique index batches_one_open makes concurrent
+// ingests for one recipient and key meet in a single batch: the upsert
+// either inserts it or locks and updates the existing open row, and the
+// lock is held until the caller's transaction commits. Rows are written
+// in one order so that concurrent fan-outs cannot deadlock: by bytes
+// (COLLATE "C"), the order Go sorts strings in, because a large event is
+// written in chunks cut in Go's order.
 //
-// An open batch that is due (closes_at <= now) or holds its type's
-// max_items takes no more: its flush is on its way, or late because the
+// Several joins may name the same recipient and key, as when events
+// posted at the same moment go to one thread: they meet here, and the row
+// is written once for all of them (its item count goes up by their
+// number), not once each. A flood of events into one open batch then
+// writes a row version per set of events, not per event.
+//
+// The upsert also slides a cooldown batch's close time
+// (preferences.CooldownCloses, never earlier than it was) or, when the
+// batch reaches max_items, makes it due; the caller computes the close
+// time again with the recipient's quiet hours and writes it only where
+// that differs. Each joined row is then written once in the common case.
+//
+// An open batch that is due (closes_at <= now) or has no room for its
+// joins takes none of them: its flush is on its way, or late because the
 // process running it died, and a batch that kept growing meanwhile would
 // exceed max_items and go out ever later. The upsert locks such a batch
-// without joining it; JoinBatches then seals it, which takes it out of
-// batches_one_open without changing anything its flush looks at, and opens
-// a new batch for the join. The second statement locks only rows this
-// transaction already holds or creates, so the order above still holds.
+// without joining it. Those joins, and those beyond what a new batch may
+// take, are then taken in rounds of one per key (joinEach), exactly as if
+// their events had come one after another: the first fill the batch to
+// max_items, the next seals it and opens a new one. A round locks only
+// rows the first statement locked or this transaction created, so the
+// order above still holds.
 func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
-	joined, err := upsertBatches(ctx, q, joins, now)
-	if err != nil || len(joined) == len(joins) {
-		return joined, err
+	groups := groupJoins(joins)
+	out := make([]JoinedBatch, len(joins))
+	// take gives the next k joins of g batch b, and b's new state to the
+	// joins of g that went into it before.
+	take := func(g *joinGroup, b JoinedBatch, k int) {
+		if g.done > 0 {
+			if prev := out[g.idx[g.done-1]]; prev.ID == b.ID {
+				b.Inserted = b.Inserted || prev.Inserted
+			}
+		}
+		for n, i := range g.idx[:g.done+k] {
+			if n >= g.done || out[i].ID == b.ID {
+				out[i] = b
+			}
+		}
+		g.done += k
 	}
-	got := make(map[[2]string]bool, len(joined))
-	for _, b := range joined {
-		got[[2]string{b.RecipientID, b.BatchKey}] = true
-	}
-	var refused []BatchJoin
-	for _, j := range joins {
-		if !got[[2]string{j.RecipientID, j.BatchKey}] {
-			refused = append(refused, j)
+
+	first := make([]BatchJoin, len(groups))
+	counts := make([]int, len(groups))
+	for i, g := range groups {
+		first[i], counts[i] = joins[g.idx[0]], len(g.idx)
+		if j := first[i]; j.Mode == "cooldown" && j.MaxItems > 0 {
+			counts[i] = min(counts[i], j.MaxItems)
 		}
 	}
-	if err := sealBatches(ctx, q, refused); err != nil {
-		return nil, err
-	}
-	opened, err := upsertBatches(ctx, q, refused, now)
+	rows, err := upsertBatches(ctx, q, first, counts, now)
 	if err != nil {
 		return nil, err
 	}
-	if len(opened) != len(refused) {
-		return nil, fmt.Errorf("join batches: %d of %d new batches opened", len(opened), len(refused))
+	found := byKey(rows)
+	var rest []*joinGroup
+	for i := range groups {
+		g := &groups[i]
+		if b, ok := found.next(first[i]); ok {
+			take(g, b, counts[i])
+		}
+		if g.done < len(g.idx) {
+			rest = append(rest, g)
+		}
 	}
-	joined = append(joined, opened...)
-	slices.SortFunc(joined, func(a, b JoinedBatch) int {
-		return cmp.Or(cmp.Compare(a.RecipientID, b.RecipientID), cmp.Compare(a.BatchKey, b.BatchKey))
-	})
-	return joined, nil
+	for len(rest) > 0 {
+		round := make([]BatchJoin, len(rest))
+		for i, g := range rest {
+			round[i] = joins[g.idx[g.done]]
+		}
+		joined, err := joinEach(ctx, q, round, now)
+		if err != nil {
+			return nil, err
+		}
+		for i, g := range rest {
+			take(g, joined[i], 1)
+		}
+		rest = slices.DeleteFunc(rest, func(g *joinGroup) bool { return g.done == len(g.idx) })
+	}
+	return out, nil
 }
 
-// upsertBatches is one statement of JoinBatches: it joins or opens a batch
-// for each join, except where the open batch is due or full, which it only
-// locks. The result has no row for those.
-func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+// joinGroup is the joins for one batch key of one recipient: idx are
+// their places in the list, done how many have a batch. An immediate join
+// is a group of its own.
+type joinGroup struct {
+	idx  []int
+	done int
+}
+
+func groupJoins(joins []BatchJoin) []joinGroup {
+	groups := make([]joinGroup, 0, len(joins))
+	at := make(map[[2]string]int, len(joins))
+	for i, j := range joins {
+		if j.Mode == "immediate" {
+			groups = append(groups, joinGroup{idx: []int{i}})
+			continue
+		}
+		k := [2]string{j.RecipientID, j.BatchKey}
+		if g, ok := at[k]; ok {
+			groups[g].idx = append(groups[g].idx, i)
+			continue
+		}
+		at[k] = len(groups)
+		groups = append(groups, joinGroup{idx: []int{i}})
+	}
+	return groups
+}
+
+// joinedByKey finds the rows of an upsert by recipient and key, in id
+// order: several immediate batches of one key come back in the order
+// their joins were given.
+type joinedByKey struct {
+	rows []JoinedBatch // by recipient, key and id
+	at   map[[2]string]int
+}
+
+func byKey(rows []JoinedBatch) joinedByKey {
+	slices.SortFunc(rows, func(a, b JoinedBatch) int {
+		return cmp.Or(cmp.Compare(a.RecipientID, b.RecipientID), cmp.Compare(a.BatchKey, b.BatchKey), cmp.Compare(a.ID, b.ID))
+	})
+	m := joinedByKey{rows: rows, at: make(map[[2]string]int, len(rows))}
+	for i := len(rows) - 1; i >= 0; i-- {
+		m.at[[2]string{rows[i].RecipientID, rows[i].BatchKey}] = i
+	}
+	return m
+}
+
+// next takes the next row for j's recipient and key, if the upsert
+// returned one.
+func (m joinedByKey) next(j BatchJoin) (JoinedBatch, bool) {
+	k := [2]string{j.RecipientID, j.BatchKey}
+	i, ok := m.at[k]
+	if !ok || i == len(m.rows) || m.rows[i].RecipientID != j.RecipientID || m.rows[i].BatchKey != j.BatchKey {
+		return JoinedBatch{}, false
+	}
+	m.at[k] = i + 1
+	return m.rows[i], true
+}
+
+// joinEach puts one notification per join into its batch, the keys all
+// different, and returns the batches in the order of joins: the open
+// batch where it is neither due nor full, else (after sealing it) a new
+// one.
+func joinEach(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+	rows, err := upsertBatches(ctx, q, joins, nil, now)
+	if err != nil {
+		return nil, err
+	}
+	found := byKey(rows)
+	out := make([]JoinedBatch, len(joins))
+	var refused []int
+	for i, j := range joins {
+		var ok bool
+		if out[i], ok = found.next(j); !ok {
+			refused = append(refused, i)
+		}
+	}
+	if len(refused) == 0 {
+		return out, nil
+	}
+	again := make([]BatchJoin, len(refused))
+	for k, i := range refused {
+		again[k] = joins[i]
+	}
+	if err := sealBatches(ctx, q, again); err != nil {
+		return nil, err
+	}
+	rows, err = upsertBatches(ctx, q, again, nil, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != len(again) {
+		return nil, fmt.Errorf("join batches: %d of %d new batches opened", len(rows), len(again))
+	}
+	found = byKey(rows)
+	for k, i := range refused {
+		out[i], _ = found.next(again[k])
+	}
+	return out, nil
+}
+
+// upsertBatches is one statement of JoinBatches: it puts counts[i]
+// notifications (one when counts is nil) into the batch of joins[i], or
+// opens one with them, except where the open batch is due or has no room
+// for them, which it only locks. The result has no row for those.
+func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time) ([]JoinedBatch, error) {
 	if len(joins) == 0 {
 		return nil, nil
 	}
 	n := len(joins)
 	rids, keys, modes, types := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	windows, waits, closes := make([]int64, n), make([]int64, n), make([]time.Time, n)
+	items, maxItems := make([]int32, n), make([]int32, n)
 	for i, j := range joins {
 		rids[i], keys[i], modes[i] = j.RecipientID, j.BatchKey, j.Mode
 		if j.TypeKey != "" {
 			types[i] = &joins[i].TypeKey
 		}
 		windows[i], waits[i], closes[i] = j.Window.Milliseconds(), j.MaxWait.Milliseconds(), j.ClosesAt
+		items[i], maxItems[i] = 1, int32(j.MaxItems)
+		if counts != nil {
+			items[i] = int32(counts[i])
+		}
 	}
-	// Reaching max_items sets a cooldown batch's close time to now, but
-	// fullness is checked against the type as well: an ingest's now is
+	// Fullness is checked against the type as stored: an ingest's now is
 	// read before its transaction starts, so a later one may fill the
 	// batch first, and another process's clock may run a little behind.
+	// The close time written is preferences.SettleClose without quiet
+	// hours, which the caller applies. A new batch that its joins fill
+	// closes at once; an existing one closes at once when they fill it,
+	// else slides to min(last event + window, opened + max wait) and never
+	// earlier than it was (only the caller moves a close time earlier,
+	// since it must then schedule a flush). Rows are inserted in the order
+	// of the list within a key, so immediate batches of one key get ids in
+	// the order of their joins.
 	rows, err := q.Query(ctx, `
 		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at,
 		                          opened_at, last_event_at, item_count)
-		SELECT rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, $8, $8, 1
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[])
-		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at)
-		ORDER BY rid COLLATE "C", key COLLATE "C"
+		SELECT rid, key, mode, type_key, window_ms, max_wait_ms,
+		       CASE WHEN mode = 'cooldown' AND max_items > 0 AND items >= max_items THEN $8 ELSE closes_at END,
+		       $8, $8, items
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[],
+		            $9::int[], $10::int[]) WITH ORDINALITY
+		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, items, max_items, n)
+		ORDER BY rid COLLATE "C", key COLLATE "C", n
 		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
-		DO UPDATE SET item_count = b.item_count + 1,
-		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at)
+		DO UPDATE SET item_count = b.item_count + EXCLUDED.item_count,
+		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at),
+		              closes_at = CASE
+		                  WHEN b.mode <> 'cooldown' THEN b.closes_at
+		                  WHEN EXISTS (SELECT 1 FROM notification_types t WHERE t.key = b.type_key
+		                               AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count >= t.max_items)
+		                  THEN EXCLUDED.last_event_at
+		                  ELSE greatest(b.closes_at, least(
+		                      greatest(b.last_event_at, EXCLUDED.last_event_at) + b.window_ms * interval '1 millisecond',
+		                      CASE WHEN b.max_wait_ms > 0 THEN b.opened_at + b.max_wait_ms * interval '1 millisecond' END))
+		              END
 		WHERE b.closes_at > $8
 		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
 		      SELECT 1 FROM notification_types t
-		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count >= t.max_items))
+		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count > t.max_items))
 		RETURNING id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at,
 		          window_ms, max_wait_ms, item_count, xmax = 0`,
-		rids, keys, modes, types, windows, waits, closes, now)
+		rids, keys, modes, types, windows, waits, closes, now, items, maxItems)
 	if err != nil {
 		return nil, fmt.Errorf("join batches: %w", err)
 	}

@@ -209,8 +209,8 @@ func (b *bench) flushWave(ctx context.Context) error {
 	b.report.add(fmt.Sprintf("Flush wave: %d daily digests (3 types, 3–30 items) due at once", wave), []row{
 		{"emails received by the SMTP sink", strconv.Itoa(b.smtp.Received() - sentBefore)},
 		{"wave duration (first due to last sent)", w.span.Round(time.Millisecond).String()},
-		{"digests/s", fmt.Sprintf("%.0f (goal ≥ 1,000)", float64(wave)/w.span.Seconds())},
-		{"lateness p50 / p99 / max (sent_at − closes_at)", w.lateness()},
+		{"digests/s", fmt.Sprintf("%.0f (goal ≥ 2,000)", float64(wave)/w.span.Seconds())},
+		{"lateness p50 / p99 / max (sent_at − closes_at)", w.lateness() + " (goal: p99 ≤ 10 s)"},
 	})
 	s, err := b.dueAt(ctx, "s", 500)
 	if err != nil {
@@ -321,19 +321,26 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	if err := b.conn.QueryRow(ctx, `SELECT count(*) FROM batches WHERE batch_key = 'digest:daily' AND recipient_id LIKE $1 || '%'`, prefix).Scan(&total); err != nil {
 		return waveResult{}, err
 	}
+	// Wait for the SMTP sink to have received as many emails, then check
+	// in the database. Asking the database four times a second instead
+	// (a join over every digest, 30 ms a call) took a tenth of a core from
+	// the flushes it measured.
+	received := b.smtp.Received()
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		var sent int
-		if err := b.conn.QueryRow(ctx, `SELECT count(*) `+q+` AND d.state = 'sent'`, prefix).Scan(&sent); err != nil {
-			return waveResult{}, err
-		}
-		if sent >= total {
-			break
+		if b.smtp.Received()-received >= total {
+			if err := b.conn.QueryRow(ctx, `SELECT count(*) `+q+` AND d.state = 'sent'`, prefix).Scan(&sent); err != nil {
+				return waveResult{}, err
+			}
+			if sent >= total {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			return waveResult{}, fmt.Errorf("only %d of %d digests sent after 10 minutes", sent, total)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	var r waveResult
 	var first, last time.Time

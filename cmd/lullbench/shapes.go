@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -256,7 +257,7 @@ func (b *bench) retractionStorm(ctx context.Context) error {
 			return err
 		}
 		if retracts[i], err = b.flood(n, func(i int) (string, string, []byte, int) {
-			return "DELETE", "/api/v1/events/" + prefix + strconv.Itoa(i), nil, 200
+			return "DELETE", "/api/v1/events?key=" + url.QueryEscape(prefix+strconv.Itoa(i)), nil, 200
 		}); err != nil {
 			return err
 		}

@@ -52,6 +52,8 @@ type Engine struct {
 	// sets gathers events posted at the same moment into one
 	// transaction (see ingestSet).
 	sets coalesce.Group[ingestCall, ingestOut]
+	// writing tells which batches events are being written to now.
+	writing inFlight
 }
 
 func (e *Engine) now() time.Time {

@@ -208,7 +208,12 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 		return nil, err
 	}
 	call := ingestCall{apiKeyID: apiKeyID, typ: typ, ev: ev}
-	if len(ev.Recipients) <= setRecipients {
+	if n := len(ev.Recipients); n <= setRecipients {
+		contended := e.writing.enter(ev, typ.Key)
+		defer e.writing.leave(ev, typ.Key)
+		if n > smallEvent && !contended {
+			return e.ingestAlone(ctx, call)
+		}
 		if out, ok := e.sets.Do(ctx, call, e.ingestSet); ok && !out.alone {
 			if out.err != nil {
 				return nil, out.err
@@ -263,7 +268,7 @@ const fanOutChunk = 10_000
 // ingestTx writes one event whose idempotency key, if any, is claimed.
 func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*IngestResult, error) {
 	m := &member{ingestCall: call}
-	in := ingestion{Engine: e, tx: tx, now: e.now(), members: []*member{m}}
+	in := ingestion{Engine: e, tx: tx, now: e.ingestNow(), members: []*member{m}}
 	if err := in.store(ctx); err != nil {
 		return nil, err
 	}
@@ -298,6 +303,13 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	return m.res, in.finish(ctx)
 }
 
+// ingestNow is the instant an ingestion writes with, to the microsecond
+// PostgreSQL keeps, so that close times computed from it and from the
+// rows it wrote compare equal.
+func (e *Engine) ingestNow() time.Time {
+	return e.now().Truncate(time.Microsecond)
+}
+
 // ingestion is one or more events being written in one transaction.
 type ingestion struct {
 	*Engine
@@ -326,18 +338,35 @@ type share struct {
 	ids []string
 }
 
-// store saves the recipients given inline and the events themselves.
+// store saves the recipients given inline and the events themselves. A
+// recipient given inline by several events of a set is saved once, with
+// their fields merged in the order of the set, as if each event had
+// updated it in turn.
 func (in *ingestion) store(ctx context.Context) error {
 	var inline []db.InlineRecipient
+	var seen map[string]int // where in inline each recipient is, in a set
+	if len(in.members) > 1 {
+		seen = map[string]int{}
+	}
 	events := make([]*db.Event, len(in.members))
 	for i, m := range in.members {
 		ev := m.ev
 		m.ids = make([]string, len(ev.Recipients))
 		for j, r := range ev.Recipients {
 			m.ids[j] = r.ID
-			if r.Inline {
-				inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
+			if !r.Inline {
+				continue
 			}
+			if k, ok := seen[r.ID]; ok {
+				was := inline[k]
+				r = RecipientRef{ID: r.ID, Email: was.Email, Name: was.Name, Timezone: was.Timezone, Inline: true}.merge(r)
+				inline[k] = db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone}
+				continue
+			}
+			if seen != nil {
+				seen[r.ID] = len(inline)
+			}
+			inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
 		}
 		// Batch rows are locked in recipient order, in every chunk and
 		// across them, so that two events with overlapping recipients
@@ -387,45 +416,55 @@ func (e *unknownError) Error() string {
 }
 
 // part routes the recipients of shares into their batches and writes their
-// notifications, skips and flush jobs. A recipient is in one share only.
+// notifications, skips and flush jobs. Shares of a set may name the same
+// recipient (admit lets events of one type share recipients): their
+// notifications meet in JoinBatches, which writes each batch once.
 func (in *ingestion) part(ctx context.Context, shares []share) error {
 	settings, err := in.settings(ctx, shares)
 	if err != nil {
 		return err
 	}
-	owner := func(string) *member { return shares[0].m }
-	if len(shares) > 1 {
-		owners := map[string]*member{}
-		for _, s := range shares {
-			for _, id := range s.ids {
-				owners[id] = s.m
-			}
-		}
-		owner = func(id string) *member { return owners[id] }
-	}
 	var joins []db.BatchJoin
+	var owners []*member // owners[i] posted the event of joins[i]
 	var skips []db.Skip
+	named := map[string]bool{} // recipients of the shares before, in a set
+	var apart apartError
 	for _, s := range shares {
 		r := router{typ: s.m.typ, eventBatchKey: s.m.ev.BatchKey, now: in.now}
 		if err := r.route(ctx, in.tx, s.ids, settings); err != nil {
 			return err
+		}
+		if len(shares) > 1 {
+			if slices.ContainsFunc(r.historic, func(id string) bool { return named[id] }) {
+				apart.members = append(apart.members, s.m)
+				continue
+			}
+			for _, id := range s.ids {
+				named[id] = true
+			}
 		}
 		for i := range r.skips {
 			r.skips[i].EventID = &s.m.id
 		}
 		s.m.res.Suppressed += len(r.skips)
 		joins, skips = append(joins, r.joins...), append(skips, r.skips...)
+		for range r.joins {
+			owners = append(owners, s.m)
+		}
+	}
+	if len(apart.members) > 0 {
+		return &apart
 	}
 	joined, err := db.JoinBatches(ctx, in.tx, joins, in.now)
 	if err != nil {
 		return err
 	}
-	ns := in.notifications(joined, owner)
+	ns := in.notifications(joined, owners)
 	// The writes that follow need no answer from each other: they go to
 	// the server together, one round trip instead of up to three.
 	var flushes []Flush
 	err = db.PipelineTx(ctx, in.tx, func(q db.Querier) error {
-		maxItems := func(id string) int { return owner(id).typ.MaxItems }
+		maxItems := func(i int) int { return owners[i].typ.MaxItems }
 		if flushes, err = settleCloseTimes(ctx, q, joined, maxItems, settings, in.now, in.wake); err != nil {
 			return err
 		}
@@ -437,8 +476,8 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range joined {
-		m := owner(b.RecipientID)
+	for i, b := range joined {
+		m := owners[i]
 		m.res.Batches = append(m.res.Batches, BatchRef{ID: b.ID, Recipient: b.RecipientID, BatchKey: b.BatchKey, ClosesAt: b.ClosesAt})
 	}
 	if err := in.Scheduler.ScheduleFlushes(ctx, in.tx, flushes); err != nil {
@@ -486,22 +525,25 @@ func (in *ingestion) settings(ctx context.Context, shares []share) (map[string]d
 }
 
 // notifications counts the joined batches into their events' results and
-// lists the notifications to store.
-func (in *ingestion) notifications(joined []db.JoinedBatch, owner func(string) *member) db.NewNotifications {
+// lists the notifications to store; owners[i] posted the event of
+// joined[i].
+func (in *ingestion) notifications(joined []db.JoinedBatch, owners []*member) db.NewNotifications {
 	ns := db.NewNotifications{Recipients: make([]string, len(joined)), Batches: make([]int64, len(joined))}
 	index := make(map[*member]int32, len(in.members))
 	for i, m := range in.members {
 		index[m] = int32(i)
 		ns.Events = append(ns.Events, db.EventRef{ID: m.id, Created: m.created, TypeKey: m.typ.Key, OccurredAt: *m.ev.OccurredAt})
 	}
+	opened := map[int64]bool{}
 	for i, b := range joined {
-		m := owner(b.RecipientID)
+		m := owners[i]
 		ns.Recipients[i], ns.Batches[i] = b.RecipientID, b.ID
 		if len(in.members) > 1 {
 			ns.Of = append(ns.Of, index[m])
 		}
 		m.res.Notifications++
-		if b.Inserted {
+		if b.Inserted && !opened[b.ID] {
+			opened[b.ID] = true
 			m.res.opened++
 		}
 	}
@@ -530,19 +572,28 @@ func (in *ingestion) finish(ctx context.Context) error {
 	})
 }
 
-// settleCloseTimes recomputes each joined batch's close time from its
-// opening, its latest event and its type's max_items, stores the ones that
-// moved, and returns the flushes to schedule: one for every new batch and
-// one for every batch that must now close earlier than its job expects. A
-// batch whose window slid later needs no new job: its job, waking early,
-// snoozes until the new time. A fan-out's new batches go to its wake
-// instead, when it has one.
-func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch, maxItems func(recipientID string) int, settings map[string]db.RecipientSettings, now time.Time, wake *wakeSet) ([]Flush, error) {
+// settleCloseTimes computes each joined batch's close time from its
+// opening, its latest event, its type's max_items (maxItems(i) for
+// joined[i]) and its recipient's quiet hours. JoinBatches wrote it
+// already, except what quiet hours change (or a type changed meanwhile):
+// those it writes. It returns the flushes to schedule: one for every new
+// batch and one for every batch that may now close earlier than its job
+// expects (full, or moved here). A batch whose window slid later needs no
+// new job: its job, waking early, snoozes until the new time. A fan-out's
+// new batches go to its wake instead, when it has one. A batch that
+// several joins went into is settled once, from its state after all of
+// them, and every one of them gets its close time.
+func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch, maxItems func(i int) int, settings map[string]db.RecipientSettings, now time.Time, wake *wakeSet) ([]Flush, error) {
 	var ids []int64
 	var closes []time.Time
 	var flushes []Flush
+	settled := make(map[int64]time.Time, len(joined))
 	for i := range joined {
 		b := &joined[i]
+		if at, ok := settled[b.ID]; ok {
+			b.ClosesAt = at
+			continue
+		}
 		rs := settings[b.RecipientID]
 		at := b.ClosesAt
 		if mode := preferences.Mode(b.Mode); !mode.Digest() {
@@ -551,15 +602,17 @@ func settleCloseTimes(ctx context.Context, q db.Querier, joined []db.JoinedBatch
 			// next digest. Computed again from today's schedule, it could
 			// even lie in the past.
 			at = preferences.SettleClose(preferences.Policy{Mode: mode, Window: b.Window, MaxWait: b.MaxWait},
-				Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, maxItems(b.RecipientID))
+				Schedule(&rs.Recipient), b.OpenedAt, b.LastEventAt, now, b.ItemCount, maxItems(i))
 		}
-		if !at.Equal(b.ClosesAt) {
+		settled[b.ID] = at
+		moved := !at.Equal(b.ClosesAt)
+		if moved {
 			ids, closes = append(ids, b.ID), append(closes, at)
 		}
 		switch {
 		case b.Inserted && wake != nil:
 			wake.add(b, at)
-		case b.Inserted || at.Before(b.ClosesAt):
+		case b.Inserted || moved || !at.After(now):
 			flushes = append(flushes, Flush{BatchID: b.ID, At: at})
 		}
 		b.ClosesAt = at
@@ -575,6 +628,8 @@ type router struct {
 	now           time.Time
 	joins         []db.BatchJoin
 	skips         []db.Skip
+	// historic are the recipients whose route depends on their past.
+	historic []string
 }
 
 func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings map[string]db.RecipientSettings) error {
@@ -600,6 +655,7 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 		}
 		policies[id] = p
 	}
+	r.historic = historic
 	if err := r.applyHistory(ctx, tx, historic, policies); err != nil {
 		return err
 	}
@@ -619,6 +675,9 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 		}
 		if p.Mode == preferences.Immediate || p.Mode == preferences.Cooldown {
 			j.TypeKey = r.typ.Key
+		}
+		if p.Mode == preferences.Cooldown {
+			j.MaxItems = r.typ.MaxItems
 		}
 		r.joins = append(r.joins, j)
 	}

@@ -3,7 +3,9 @@ package batching
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,12 +20,76 @@ import (
 // database one transaction of a dozen statements instead of thirty of
 // ten. A set's events commit together; each caller still gets its own
 // answer, and an event that cannot be written with the others (a replayed
-// key, an unknown recipient, a recipient or key another event of the set
-// already has) is written by itself afterwards, exactly as without sets.
+// key, an unknown recipient, a key another event of the set already has)
+// is written by itself afterwards, exactly as without sets.
 //
-// setRecipients is the most recipients an event of a set may have: a
-// larger fan-out is set-based already and is written alone.
-const setRecipients = 10
+// Events of a set may name the same recipients: a flood of events into one
+// thread then meets in the set, and each batch row is written once per set
+// (see db.JoinBatches) instead of once per event, each event waiting for
+// the one before to commit. The set is written as if its events came one
+// after another at the same instant. Two exceptions keep that exact: the
+// events sharing a recipient must be of one type (a set reads one
+// preference per recipient), and an event is written by itself when the
+// route of a recipient it shares depends on the recipient's past (the
+// burst guard, the leading item), which an earlier event of the set
+// changes but the database does not show yet.
+//
+// Events of up to smallEvent recipients are always written in sets.
+// Events of up to setRecipients, to a team or a thread's followers, are
+// what floods into shared batches are made of: they join a set when
+// another event of the same type and batch_key naming one of their
+// recipients is being written at the same moment (inFlight), and are
+// written alone otherwise. Events of different types or batch keys that
+// meet in one digest are not seen as meeting, and queue for its row as
+// they did before sets shared recipients. Alone, such
+// events into separate batches run side by side on every core, where one
+// set at a time ran a flood of them into fresh batches at a third to two
+// thirds of the rate; in a set, events into the same batches no longer
+// queue for their rows. A larger fan-out is set-based already and is
+// written alone; a set of groupSize events of setRecipients is at most
+// as large as one chunk of a fan-out.
+const (
+	smallEvent    = 10
+	setRecipients = 99
+)
+
+// inFlight counts the events of at most setRecipients recipients being
+// written now, per recipient, type and batch_key: the batch of a
+// cool-down or immediate notification. The zero value is ready to use.
+type inFlight struct {
+	mu sync.Mutex
+	n  map[flightKey]int
+}
+
+type flightKey struct{ recipient, typ, batchKey string }
+
+// enter counts ev (of type typ) as being written and reports whether
+// another event of its type and batch_key to one of its recipients is.
+func (f *inFlight) enter(ev *Event, typ string) (contended bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = map[flightKey]int{}
+	}
+	for _, r := range ev.Recipients {
+		k := flightKey{r.ID, typ, ev.BatchKey}
+		contended = contended || f.n[k] > 0
+		f.n[k]++
+	}
+	return contended
+}
+
+// leave counts ev as written.
+func (f *inFlight) leave(ev *Event, typ string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range ev.Recipients {
+		k := flightKey{r.ID, typ, ev.BatchKey}
+		if f.n[k]--; f.n[k] <= 0 {
+			delete(f.n, k)
+		}
+	}
+}
 
 // setLockWait is how long a set waits for a row another transaction holds
 // (a batch a fan-out is filling, a key its first request is using) before
@@ -58,7 +124,7 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 	// recipients is tried again without them: each such event then gets
 	// its own error, from its own transaction.
 	for len(members) > 0 {
-		in := &ingestion{Engine: e, now: e.now(), members: slices.Clone(members)}
+		in := &ingestion{Engine: e, now: e.ingestNow(), members: slices.Clone(members)}
 		written := false
 		err := e.DB.InTxWaitingAtMost(ctx, setLockWait, func(tx pgx.Tx) error {
 			in.tx = tx
@@ -67,6 +133,7 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 			return err
 		})
 		var unknown *unknownError
+		var apart *apartError
 		switch {
 		case err == nil:
 			for _, m := range in.members {
@@ -83,6 +150,8 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 			return outs
 		case errors.As(err, &unknown):
 			members = slices.DeleteFunc(members, func(m *member) bool { return m.err != nil })
+		case errors.As(err, &apart):
+			members = slices.DeleteFunc(members, func(m *member) bool { return slices.Contains(apart.members, m) })
 		default:
 			if len(members) > 1 && !db.IsLockTimeout(err) {
 				e.Logger.Warn("writing events as a set failed; writing them one by one", "events", len(members), "err", err)
@@ -93,28 +162,29 @@ func (e *Engine) ingestSet(ctx context.Context, calls []ingestCall) []ingestOut 
 	return outs
 }
 
-// admit picks the calls that can share a transaction: no two may name the
-// same recipient (they would join the same batch in one statement) or the
-// same idempotency key.
+// admit picks the calls that can share a transaction: no two may use the
+// same idempotency key, and calls naming the same recipient must be of
+// one type.
 func admit(calls []ingestCall) []*member {
 	type key struct {
 		apiKeyID int64
 		key      string
 	}
-	recipients, keys := map[string]bool{}, map[key]bool{}
+	typeOf, keys := map[string]string{}, map[key]bool{}
 	var members []*member
 	for i, c := range calls {
 		k := key{c.apiKeyID, c.ev.Key}
 		taken := c.ev.Key != "" && keys[k]
 		for _, r := range c.ev.Recipients {
-			taken = taken || recipients[r.ID]
+			t, named := typeOf[r.ID]
+			taken = taken || named && t != c.typ.Key
 		}
 		if taken {
 			continue
 		}
 		keys[k] = true
 		for _, r := range c.ev.Recipients {
-			recipients[r.ID] = true
+			typeOf[r.ID] = c.typ.Key
 		}
 		members = append(members, &member{ingestCall: c, out: i})
 	}
@@ -167,4 +237,12 @@ func (in *ingestion) claimKeys(ctx context.Context) error {
 	}
 	in.members = slices.DeleteFunc(in.members, func(m *member) bool { return used[m] })
 	return nil
+}
+
+// apartError names the events of a set that must be written by themselves
+// (see setRecipients); the set is tried again without them.
+type apartError struct{ members []*member }
+
+func (e *apartError) Error() string {
+	return fmt.Sprintf("%d events share recipients whose route depends on their past", len(e.members))
 }
