@@ -93,32 +93,74 @@ func TestBounceWiring(t *testing.T) {
 // address to the return path rp, at the bounce receiver at addr.
 func sendBounce(t *testing.T, addr, rp, address string) {
 	t.Helper()
-	dsn := strings.ReplaceAll(`From: MAILER-DAEMON@mx.example.org
-To: `+rp+`
+	sendReport(t, addr, rp, dsn(rp, address, "failed", "5.1.1"))
+}
+
+// dsn is a delivery status notification (RFC 3464) to rp about address.
+func dsn(rp, address, action, status string) string {
+	return `From: MAILER-DAEMON@mx.example.org
+To: ` + rp + `
 MIME-Version: 1.0
 Content-Type: multipart/report; report-type=delivery-status; boundary=b
 
 --b
 Content-Type: text/plain
 
-Gone.
+Not delivered.
 --b
 Content-Type: message/delivery-status
 
 Reporting-MTA: dns; mx.example.org
 
-Final-Recipient: rfc822; `+address+`
-Action: failed
-Status: 5.1.1
+Final-Recipient: rfc822; ` + address + `
+Action: ` + action + `
+Status: ` + status + `
 
 --b--
-`, "\n", "\r\n")
+`
+}
+
+// arf is a spam complaint (RFC 5965) about the email to address that
+// went out with return path rp.
+func arf(rp, address string) string {
+	return `From: <abusedesk@example.net>
+To: ` + rp + `
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=feedback-report; boundary=p
+
+--p
+Content-Type: text/plain
+
+An abuse report.
+--p
+Content-Type: message/feedback-report
+
+Feedback-Type: abuse
+User-Agent: SomeGenerator/1.0
+Version: 1
+Original-Mail-From: <` + rp + `>
+Original-Rcpt-To: <` + address + `>
+
+--p
+Content-Type: message/rfc822
+
+Return-Path: <` + rp + `>
+To: <` + address + `>
+Subject: An alert
+
+Hello.
+--p--
+`
+}
+
+func sendReport(t *testing.T, addr, rp, report string) {
+	t.Helper()
 	c, err := smtp.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.SendMail("", []string{rp}, strings.NewReader(dsn)); err != nil {
+	if err := c.SendMail("", []string{rp}, strings.NewReader(strings.ReplaceAll(report, "\n", "\r\n"))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,5 +199,62 @@ func TestHardBounceEndToEnd(t *testing.T) {
 	})
 	if n := len(relay.Messages()); n != 1 {
 		t.Fatalf("%d emails, want only the one that bounced", n)
+	}
+}
+
+// TestSoftBouncesAndComplaintEndToEnd runs lull with its bounce receiver:
+// two soft bounces leave an address alone and the third suppresses it,
+// so the next batch is skipped as bounced; a spam complaint unsubscribes
+// its recipient from everything but required types, which still arrive.
+func TestSoftBouncesAndComplaintEndToEnd(t *testing.T) {
+	t.Parallel()
+	relay := smtptest.Start(t)
+	dbURL := dbtest.NewURL(t)
+	env := faultEnv(dbURL, relay)
+	env["LULL_BOUNCE_DOMAIN"], env["LULL_BOUNCE_ADDR"] = "bounces.example.com", "127.0.0.1:0"
+	p := startProcess(t, env)
+	m := bounceListening.FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no bounce receiver in the log:\n%s", p.out.String())
+	}
+	p.post(t, "/api/v1/types/alert", faultAPIKey, `{"default_mode":"immediate","burst_limit":0}`)
+	p.post(t, "/api/v1/types/security", faultAPIKey, `{"default_mode":"immediate","required":true}`)
+	// send posts an event of typ to who and returns the return path of the
+	// email it brought.
+	send := func(typ, who string) string {
+		before := len(relay.Messages())
+		p.post(t, "/api/v1/events", faultAPIKey, `{"type":"`+typ+`","recipients":[{"id":"`+who+`","email":"`+who+`@example.org"}]}`)
+		return relay.WaitFor(t, before+1, 20*time.Second)[before].From
+	}
+	count := func(sql string) int { return queryInt(t, dbURL, sql) }
+	for i := range 3 {
+		if n := count(`SELECT count(*) FROM suppressions WHERE address = 'slow@example.org'`); n != 0 {
+			t.Fatalf("suppressed after %d soft bounces", i)
+		}
+		rp := send("alert", "slow")
+		sendReport(t, m[1], rp, dsn(rp, "slow@example.org", "delayed", "4.2.2"))
+	}
+	waitUntil(t, 5*time.Second, "three soft bounces to suppress the address", func() bool {
+		return count(`SELECT count(*) FROM suppressions WHERE address = 'slow@example.org' AND reason = 'soft_bounce'`) == 1
+	})
+	p.post(t, "/api/v1/events", faultAPIKey, `{"type":"alert","recipients":["slow"]}`)
+	waitUntil(t, 20*time.Second, "the next batch to be skipped as bounced", func() bool {
+		return count(`SELECT count(*) FROM batches WHERE recipient_id = 'slow' AND state = 'canceled' AND reason = 'bounced'`) == 1
+	})
+
+	rp := send("alert", "angry")
+	sendReport(t, m[1], rp, arf(rp, "angry@example.org"))
+	waitUntil(t, 5*time.Second, "the complaint to unsubscribe", func() bool {
+		return count(`SELECT count(*) FROM recipients WHERE id = 'angry' AND unsubscribed`) == 1 &&
+			count(`SELECT count(*) FROM suppressions WHERE address = 'angry@example.org' AND reason = 'complaint'`) == 1
+	})
+	before := len(relay.Messages())
+	p.post(t, "/api/v1/events", faultAPIKey, `{"type":"alert","recipients":["angry"]}`)
+	send("security", "angry")   // a required type still arrives
+	time.Sleep(2 * time.Second) // time for an alert that should not go
+	for _, msg := range relay.Messages()[before:] {
+		if !strings.Contains(string(msg.Data), "security") {
+			t.Errorf("after the complaint an email went to %v:\n%.300s", msg.To, msg.Data)
+		}
 	}
 }
