@@ -335,3 +335,33 @@ func TestConsoleTypeEditValidatesAndSaves(t *testing.T) {
 		t.Fatal("the edit is not in the audit log")
 	}
 }
+
+// TestConsoleActsOnlyOnOpenBatches: a second Flush (a double click, a
+// reload) and a Cancel confirmed after the batch was flushed in another
+// tab change nothing: the batch is due, its flush job has it, and the
+// console says so instead of "Done".
+func TestConsoleActsOnlyOnOpenBatches(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	batch := a.srv.URL + "/admin/batches/" + itoa(id)
+	if _, doc := getDoc(t, c, batch+"/cancel"); doc.Find(`[data-testid="confirm-cancel"]`).Length() != 1 {
+		t.Fatal("the open batch's cancel page asks nothing")
+	}
+	if _, doc := postDoc(t, c, batch+"/flush", nil, ""); !strings.Contains(doc.Find(`[data-testid="flash"]`).Text(), "Done") {
+		t.Fatalf("first Flush: %q", doc.Find(`[data-testid="flash"]`).Text())
+	}
+	for _, action := range []string{"flush", "cancel"} {
+		_, doc := postDoc(t, c, batch+"/"+action, nil, "")
+		if msg := doc.Find(`[data-testid="flash"]`).Text(); !strings.Contains(msg, "Nothing done") || !strings.Contains(msg, "due") {
+			t.Errorf("%s on a flushed batch said %q", action, msg)
+		}
+	}
+	if b, _ := db.GetBatch(context.Background(), a.db.Pool, id); b.State != db.StateOpen {
+		t.Errorf("a Cancel confirmed after Flush left the batch %s, want it left to its flush job", b.State)
+	}
+	audit, err := db.AuditFor(context.Background(), a.db.Pool, "batch", itoa(id))
+	if err != nil || len(audit) != 1 {
+		t.Errorf("audit log has %d entries (%v), want the one flush", len(audit), err)
+	}
+}
