@@ -251,14 +251,7 @@ func TestConsoleLoginReturnsToDeepLink(t *testing.T) {
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for _, next := range []string{"//evil.com", "/\\evil.com", "https://evil.com/admin", "/admin@evil.com", "/admin.evil.com", "/\t/evil.com", "javascript:alert(1)", "/admin/../../x", ""} {
 		resp := postForm(t, noFollow, a.srv.URL+"/admin/login", url.Values{"email": {"ops@example.com"}, "password": {"correct horse"}, "next": {next}})
-		loc := resp.Header.Get("Location")
-		if next == "/admin/../../x" {
-			if u, _ := url.Parse(loc); u == nil || u.Host != "" {
-				t.Errorf("next %q sent the operator to %q", next, loc)
-			}
-			continue
-		}
-		if loc != "/admin" {
+		if loc := resp.Header.Get("Location"); loc != "/admin" {
 			t.Errorf("next %q sent the operator to %q, want /admin", next, loc)
 		}
 	}
