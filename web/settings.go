@@ -109,6 +109,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := formPreferences(r, types)
+	keepStoredDays(rec, &body.Digest)
 	known := map[string]bool{}
 	for _, t := range types {
 		known[t.Key] = true
@@ -186,12 +187,26 @@ func formDigest(r *http.Request, f func(string) string) DigestBody {
 	return d
 }
 
+// keepStoredDays reads the weekly day of a page loaded before the weekly
+// days were checkboxes. Such a page showed the first stored day; left as
+// it was, it keeps every stored day rather than making that one the only
+// day. A day changed on it is the only day, as weekly_on alone is.
+func keepStoredDays(r *db.Recipient, d *DigestBody) {
+	if d.WeeklyDays != nil {
+		return
+	}
+	if on, err := preferences.ParseWeekday(d.WeeklyOn); err == nil && on == time.Weekday(r.WeeklyOn) {
+		d.WeeklyOn, d.WeeklyDays = "", weekdayNames(weeklyDays(r))
+	}
+}
+
 // digestNumber reads a form number for the digest: empty is 0 (not
 // given), and what is not a number is -1, which every range check
-// refuses, so the message sits next to the field.
+// refuses, so the message sits next to the field. A typed 0 ("-0" too)
+// is -1 as well: it is a wrong period, not a field left out.
 func digestNumber(s string) int {
 	switch n, bad := formInt(s); {
-	case bad:
+	case bad || (n != nil && *n == 0):
 		return -1
 	case n == nil:
 		return 0

@@ -296,3 +296,42 @@ func TestSettingsCadences(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsFromAnOldPage: a settings page loaded before the new
+// cadences (one weekly day in a select, no hourly or monthly fields)
+// posts only what it showed. Left as it was, the day keeps every stored
+// weekly day and the other cadences stay; a day chosen on it is the only
+// one, as weekly_on alone is in the API. A hand-made "-0" or "0" is a
+// period named as wrong, not a field left out.
+func TestSettingsFromAnOldPage(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	getDoc(t, c, link)
+	const prefs = "/api/v1/recipients/u_bob/preferences"
+	a.mustCall(t, "PUT", prefs, `{"digest":{"weekly_days":["monday","thursday"],"every_hours":2,"monthly_day":31,"monthly_at":"09:00"}}`, 200)
+	digest := func() string {
+		d := a.mustCall(t, "GET", prefs, "", 200)["digest"].(map[string]any)
+		return fmt.Sprintf("%v %v %v %v", d["weekly_days"], d["every_hours"], d["monthly_day"], d["monthly_at"])
+	}
+	old := url.Values{"timezone": {"Europe/Berlin"}, "digest.daily_at": {"07:30"}, "digest.weekly_on": {"monday"}, "digest.weekly_at": {"16:00"},
+		"types.comment.mode": {"daily"}, "types.share.mode": {"weekly"}, "types.security.mode": {"immediate"}}
+	if resp, doc := postDoc(t, c, a.srv.URL+"/settings", old, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("old page save = %d: %s", resp.StatusCode, doc.Find(".error").Text())
+	}
+	if got := digest(); got != "[monday thursday] 2 31 09:00" {
+		t.Errorf("an old page left as it was stored %s, want [monday thursday] 2 31 09:00", got)
+	}
+	old.Set("digest.weekly_on", "friday")
+	postDoc(t, c, a.srv.URL+"/settings", old, "")
+	if got := digest(); got != "[friday] 2 31 09:00" {
+		t.Errorf("a day chosen on an old page stored %s, want [friday] 2 31 09:00", got)
+	}
+	for _, n := range []string{"-0", "0", "+0"} {
+		old.Set("digest.every_hours", n)
+		resp, doc := postDoc(t, c, a.srv.URL+"/settings", old, "")
+		if resp.StatusCode != http.StatusUnprocessableEntity || doc.Find(`[data-testid="error-digest.every_hours"]`).Length() != 1 {
+			t.Errorf("every_hours %q: %d, no error beside the field", n, resp.StatusCode)
+		}
+	}
+}
