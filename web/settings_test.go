@@ -335,3 +335,60 @@ func TestSettingsFromAnOldPage(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsSaveWaitsForAChangeInFlight: a settings page saved while
+// the API changes the recipient (here the monthly day, which a page from
+// before the monthly fields does not post) waits for that change and
+// keeps it, rather than writing back what it read before.
+func TestSettingsSaveWaitsForAChangeInFlight(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	getDoc(t, c, link)
+	ctx := context.Background()
+	tx, err := a.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM recipients WHERE id = 'u_bob' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	old := url.Values{"timezone": {"Europe/Berlin"}, "digest.daily_at": {"07:30"}, "digest.weekly_on": {"monday"}, "digest.weekly_at": {"16:00"},
+		"types.comment.mode": {"daily"}, "types.share.mode": {"weekly"}, "types.security.mode": {"immediate"}}
+	done := make(chan int)
+	go func() {
+		req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(old.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	// The change commits only once the save is waiting for the row.
+	for waiting := 0; waiting == 0; {
+		select {
+		case code := <-done:
+			t.Fatalf("the save finished (%d) while the recipient was locked", code)
+		default:
+		}
+		a.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE recipients SET monthly_day = 15 WHERE id = 'u_bob'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("save = %d", code)
+	}
+	d := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/preferences", "", 200)["digest"].(map[string]any)
+	if d["monthly_day"] != 15.0 || d["daily_at"] != "07:30" {
+		t.Errorf("after the save: monthly_day %v, daily_at %v; want 15 (kept) and 07:30 (saved)", d["monthly_day"], d["daily_at"])
+	}
+}
