@@ -545,5 +545,8 @@ func TestConsoleFitsAPhoneWithHostileValues(t *testing.T) {
 		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
 			t.Errorf("%.60s is %d px wide at 390", strings.TrimPrefix(u, a.srv.URL), w)
 		}
+		if strings.Contains(u, "/batches/") && !strings.Contains(u, "preview") && !evalBool(t, ctx, `/· 1 item$/m.test(document.querySelector('main .card p').innerText)`) {
+			t.Errorf("%.60s does not count its one item as 1 item", strings.TrimPrefix(u, a.srv.URL))
+		}
 	}
 }
