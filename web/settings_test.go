@@ -392,3 +392,49 @@ func TestSettingsSaveWaitsForAChangeInFlight(t *testing.T) {
 		t.Errorf("after the save: monthly_day %v, daily_at %v; want 15 (kept) and 07:30 (saved)", d["monthly_day"], d["daily_at"])
 	}
 }
+
+// TestSettingsCadencesByKeyboard: the weekly days are reached with Tab,
+// show their focus and toggle with Space; a form saved with none ticked
+// (and the monthly time cleared) moves focus to one summary, and axe
+// finds nothing on the page with those errors.
+func TestSettingsCadencesByKeyboard(t *testing.T) {
+	t.Parallel()
+	_, link := settingsSetup(t)
+	ctx := browsertest.New(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`[data-testid="save"]`)))
+	active := func() string {
+		return browsertest.Eval[string](t, ctx, `(e => e.name + "=" + e.value + (e.checked ? " checked" : ""))(document.activeElement)`)
+	}
+	browsertest.Do(t, ctx, chromedp.Focus(chromedp.CSS(`#f-digest-daily_at`)))
+	for i := 0; i < 10 && !strings.HasPrefix(active(), "digest.weekly_days="); i++ {
+		browsertest.Tab(t, ctx)
+	}
+	first := browsertest.Eval[string](t, ctx, `document.querySelector('input[name="digest.weekly_days"]').value`)
+	if got := active(); !strings.HasPrefix(got, "digest.weekly_days="+first) {
+		t.Fatalf("Tab from the daily time reached %q, want the first weekly day", got)
+	}
+	if browsertest.Eval[string](t, ctx, `getComputedStyle(document.activeElement).outlineStyle`) == "none" {
+		t.Error("a focused weekly day shows no focus")
+	}
+	for got := active(); strings.HasPrefix(got, "digest.weekly_days="); got = active() {
+		if strings.HasSuffix(got, " checked") {
+			browsertest.Do(t, ctx, chromedp.KeyEvent(" "))
+		}
+		browsertest.Tab(t, ctx)
+	}
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('input[name="digest.weekly_days"]:checked').length`); n != 0 {
+		t.Fatalf("%d weekly days still ticked after Space on each", n)
+	}
+	browsertest.Do(t, ctx, chromedp.SetValue(chromedp.CSS(`#f-digest-monthly_at`), ""),
+		chromedp.Focus(chromedp.CSS(`[data-testid="save"]`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitReady(chromedp.CSS(`[data-testid="error-digest.weekly_days"]`)))
+	if role := browsertest.Eval[string](t, ctx, `document.activeElement.getAttribute("role") || ""`); role != "alert" {
+		t.Errorf("after a refused save focus is on %q, want the one error summary", role)
+	}
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('[role="alert"]').length`); n != 1 {
+		t.Errorf("%d alerts on the page, want 1", n)
+	}
+	for _, v := range browsertest.Axe(t, ctx) {
+		t.Errorf("settings with cadence errors: %s", v)
+	}
+}
