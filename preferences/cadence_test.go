@@ -185,3 +185,20 @@ func TestNewCadencesCloseAndDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestMonthlyInQuietHoursSaysTheDayAfter: a monthly digest at 23:00 inside
+// quiet hours from 22:00 to 07:00 goes out at 07:00 the next day, the 1st
+// for day 31; the description says so rather than naming day 31.
+func TestMonthlyInQuietHoursSaysTheDayAfter(t *testing.T) {
+	t.Parallel()
+	s := Schedule{Location: time.UTC, MonthlyDay: 31, MonthlyAt: tod(t, "23:00"),
+		Quiet: QuietHours{Start: tod(t, "22:00"), End: tod(t, "07:00"), Enabled: true}}
+	opened := utc(2026, 4, 10, 13, 0)
+	if got := CloseTime(Policy{Mode: Monthly}, s, opened, opened); !got.Equal(utc(2026, 5, 1, 7, 0)) {
+		t.Fatalf("monthly closes %s, want 2026-05-01 07:00", got)
+	}
+	want := "One email a month, the day after day 31 (the last day in shorter months) at 07:00 (UTC), when your quiet hours end."
+	if got := Describe(Policy{Mode: Monthly}, s); got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}

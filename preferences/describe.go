@@ -52,8 +52,13 @@ func Describe(p Policy, s Schedule) string {
 		return fmt.Sprintf("Up to %s a day, every %s at %s (%s).", every, humanDuration(time.Duration(24/len(times))*time.Hour),
 			joinAnd(times), s.location()) + quietNote(s)
 	case Monthly:
-		at, _ := quietShift(s.MonthlyAt, s.Quiet)
+		at, nextDay := quietShift(s.MonthlyAt, s.Quiet)
 		day := fmt.Sprintf("on day %d", min(max(s.MonthlyDay, 1), 31))
+		if nextDay {
+			// Quiet hours past midnight move it to the next day (the 1st
+			// after day 31), which the weekly days say by naming it.
+			day = "the day after day" + strings.TrimPrefix(day, "on day")
+		}
 		if s.MonthlyDay >= 29 {
 			day += " (the last day in shorter months)"
 		}
