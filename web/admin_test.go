@@ -365,3 +365,39 @@ func TestConsoleActsOnlyOnOpenBatches(t *testing.T) {
 		t.Errorf("audit log has %d entries (%v), want the one flush", len(audit), err)
 	}
 }
+
+// TestConsoleJobActionsOnlyWhereOffered: Retry and Cancel on the jobs page
+// act only on the jobs they are shown for. A scheduled flush job that has
+// not run is not pulled forward by a hand-made Retry, and a second Cancel
+// (a double click) neither acts nor is audited again.
+func TestConsoleJobActionsOnlyWhereOffered(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	ctx := context.Background()
+	var job int64
+	var state string
+	if err := a.db.Pool.QueryRow(ctx, `SELECT id, state::text FROM river_job WHERE kind = 'flush_batch' AND (args->>'batch_id')::bigint = $1`, id).Scan(&job, &state); err != nil {
+		t.Fatal(err)
+	}
+	jobState := func() string {
+		a.db.Pool.QueryRow(ctx, `SELECT state::text FROM river_job WHERE id = $1`, job).Scan(&state)
+		return state
+	}
+	if before := jobState(); before != "scheduled" {
+		t.Fatalf("the batch's flush job is %s, want scheduled", before)
+	}
+	_, doc := postDoc(t, c, a.srv.URL+"/admin/jobs/"+itoa(job)+"/retry", nil, "")
+	if got := jobState(); got != "scheduled" || !strings.Contains(doc.Find(`[data-testid="flash"]`).Text(), "Nothing done") {
+		t.Errorf("Retry on a job that never ran: job %s, message %q", got, doc.Find(`[data-testid="flash"]`).Text())
+	}
+	for i := 0; i < 2; i++ {
+		postDoc(t, c, a.srv.URL+"/admin/jobs/"+itoa(job)+"/cancel", nil, "")
+	}
+	if got := jobState(); got != "cancelled" {
+		t.Fatalf("after Cancel the job is %s", got)
+	}
+	if n := countRows(t, a.db, `SELECT count(*) FROM audit_log WHERE object_type = 'job'`); n != 1 {
+		t.Errorf("%d job actions audited, want the one cancel", n)
+	}
+}
