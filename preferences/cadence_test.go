@@ -202,3 +202,64 @@ func TestMonthlyInQuietHoursSaysTheDayAfter(t *testing.T) {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
 }
+
+// TestCadencesInOddZones walks the hourly, weekly and monthly digests
+// through zones with unusual switches: Lord Howe's 30-minute shift,
+// Santiago's and Tehran's switches at midnight, and Apia, which skipped
+// 30 December 2011. Every local slot of every day is sent exactly once
+// (a slot in a gap, later by the gap's length), and a monthly digest on
+// day 29, 30 or 31 goes out once a month, on the last day when the month
+// is shorter (February 2012 had 29 days).
+func TestCadencesInOddZones(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		zone string
+		from time.Time
+	}{
+		{"Australia/Lord_Howe", utc(2011, 3, 1, 0, 0)},
+		{"America/Santiago", utc(2011, 3, 1, 0, 0)},
+		{"Asia/Tehran", utc(2021, 3, 1, 0, 0)},
+		{"Pacific/Apia", utc(2011, 3, 1, 0, 0)},
+	} {
+		loc := zone(t, c.zone)
+		until := c.from.AddDate(1, 0, 0)
+		for _, at := range []string{"00:00", "00:30", "02:15", "07:45"} {
+			for _, every := range []int{1, 4} {
+				s := Schedule{Location: loc, DailyAt: tod(t, at), EveryHours: every}
+				sent := map[time.Time]int{}
+				for _, d := range walk(t, NextHourly, s, c.from, until) {
+					sent[d]++
+				}
+				for day := c.from.In(loc); day.Before(until.AddDate(0, 0, -1)); day = day.AddDate(0, 0, 1) {
+					y, m, d := day.Date()
+					for _, slot := range s.HourlyTimes() {
+						if want := localTime(loc, y, m, d, slot); want.After(c.from) && sent[want] != 1 {
+							t.Errorf("%s every %d h from %s: %s sent %d times", c.zone, every, at, want.In(loc).Format(localFormat), sent[want])
+						}
+					}
+				}
+			}
+			for day := 29; day <= 31; day++ {
+				s := Schedule{Location: loc, MonthlyDay: day, MonthlyAt: tod(t, at)}
+				got := walk(t, NextMonthly, s, c.from, until)
+				months := map[string]bool{}
+				for _, d := range got {
+					months[d.Format("2006-01")] = true
+					last := time.Date(d.Year(), d.Month()+1, 0, 0, 0, 0, 0, time.UTC).Day()
+					if d.Day() != min(day, last) && !(c.zone == "Pacific/Apia" && d.Format("01-02") == "12-31") {
+						t.Errorf("%s monthly on %d at %s: %s", c.zone, day, at, d.Format(localFormat))
+					}
+				}
+				if len(got) != 12 || len(months) != 12 {
+					t.Errorf("%s monthly on %d at %s: %d digests in %d months, want 12 in 12", c.zone, day, at, len(got), len(months))
+				}
+			}
+			s := Schedule{Location: loc, WeeklyAt: tod(t, at), WeeklyDays: WeekdaySet(0).With(time.Friday)}
+			for _, d := range walk(t, NextWeekly, s, c.from, until) {
+				if d.Weekday() != time.Friday && d.Format("2006-01-02") != "2011-12-31" {
+					t.Errorf("%s weekly on Friday at %s: %s", c.zone, at, d.Format(localFormat))
+				}
+			}
+		}
+	}
+}
