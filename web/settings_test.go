@@ -438,3 +438,25 @@ func TestSettingsCadencesByKeyboard(t *testing.T) {
 		t.Errorf("settings with cadence errors: %s", v)
 	}
 }
+
+// TestSettingsDigestFieldsSayWhichDigest: each digest field's name, as a
+// screen reader reads it (its label, inside its group's legend), says
+// which digest it sets; two inputs called just "at" do not.
+func TestSettingsDigestFieldsSayWhichDigest(t *testing.T) {
+	t.Parallel()
+	_, link := settingsSetup(t)
+	_, doc := getDoc(t, browserClient(t), link)
+	want := map[string]string{"digest.every_hours": "every", "digest.daily_at": "daily", "digest.weekly_days": "weekly",
+		"digest.weekly_at": "weekly", "digest.monthly_day": "monthly", "digest.monthly_at": "monthly"}
+	for name, word := range want {
+		field := doc.Find(`[name="` + name + `"]`).First()
+		label := doc.Find(`label[for="` + field.AttrOr("id", "-") + `"]`).Text()
+		if label == "" {
+			label = field.Parent().Text()
+		}
+		name := strings.ToLower(field.Closest("fieldset").Find("legend").Text() + " " + label)
+		if !strings.Contains(name, word) {
+			t.Errorf("%s is read as %q, which does not say %q", field.AttrOr("name", ""), strings.Join(strings.Fields(name), " "), word)
+		}
+	}
+}
