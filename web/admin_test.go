@@ -401,3 +401,23 @@ func TestConsoleJobActionsOnlyWhereOffered(t *testing.T) {
 		t.Errorf("%d job actions audited, want the one cancel", n)
 	}
 }
+
+// TestConsoleIsolatesRightToLeftValues: a batch key or recipient id with
+// a right-to-left override cannot reorder the text after it on the batch
+// and cancel pages ("· cooldown · 1 item"): each value is isolated.
+func TestConsoleIsolatesRightToLeftValues(t *testing.T) {
+	t.Parallel()
+	a, _ := consoleSetup(t)
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","batch_key":"doc\u202e7","actor":{"id":"a"},
+		"object":{"title":"T"},"recipients":[{"id":"u_\u202eeve","email":"eve@example.com"}]}`, 202)
+	id := itoa(int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64)))
+	c := operatorClient(t, a)
+	for _, page := range []string{"/admin/batches/" + id, "/admin/batches/" + id + "/cancel"} {
+		_, doc := getDoc(t, c, a.srv.URL+page)
+		var isolated []string
+		doc.Find(`.card p`).First().Find(`bdi`).Each(func(_ int, s *goquery.Selection) { isolated = append(isolated, s.Text()) })
+		if strings.Join(isolated, "|") != "u_\u202eeve|comment+doc\u202e7" {
+			t.Errorf("%s isolates %q, want the recipient and the batch key", page, isolated)
+		}
+	}
+}
