@@ -263,3 +263,26 @@ func TestCadencesInOddZones(t *testing.T) {
 		}
 	}
 }
+
+// TestHourlyDescriptionCountsQuietHours: slots inside the quiet hours all
+// go out together when they end, so "up to" counts them once; an hourly
+// grid names its minute instead of 24 times.
+func TestHourlyDescriptionCountsQuietHours(t *testing.T) {
+	t.Parallel()
+	quiet := QuietHours{Start: tod(t, "22:00"), End: tod(t, "07:00"), Enabled: true}
+	for _, c := range []struct {
+		every int
+		quiet QuietHours
+		want  string
+	}{
+		{1, quiet, "Up to 16 emails a day, every hour at 45 minutes past (UTC). During your quiet hours (22:00 to 07:00) it waits until 07:00."},
+		{1, QuietHours{}, "Up to 24 emails a day, every hour at 45 minutes past (UTC)."},
+		{4, quiet, "Up to 5 emails a day, every 4 hours at 03:45, 07:45, 11:45, 15:45, 19:45 and 23:45 (UTC). During your quiet hours (22:00 to 07:00) it waits until 07:00."},
+		{12, QuietHours{}, "Up to 2 emails a day, every 12 hours at 07:45 and 19:45 (UTC)."},
+	} {
+		s := Schedule{Location: time.UTC, DailyAt: tod(t, "07:45"), EveryHours: c.every, Quiet: c.quiet}
+		if got := Describe(Policy{Mode: Hourly}, s); got != c.want {
+			t.Errorf("every %d h:\n got %q\nwant %q", c.every, got, c.want)
+		}
+	}
+}
