@@ -286,3 +286,20 @@ func TestHourlyDescriptionCountsQuietHours(t *testing.T) {
 		}
 	}
 }
+
+// TestWeeklyShiftedByQuietHoursListsDaysInOrder: Saturday and Sunday at
+// 23:00, held by quiet hours until 07:00, go out on Sunday and Monday,
+// named in the week's order.
+func TestWeeklyShiftedByQuietHoursListsDaysInOrder(t *testing.T) {
+	t.Parallel()
+	s := Schedule{Location: time.UTC, WeeklyAt: tod(t, "23:00"), WeeklyDays: WeekdaySet(0).With(time.Saturday).With(time.Sunday),
+		Quiet: QuietHours{Start: tod(t, "22:00"), End: tod(t, "07:00"), Enabled: true}}
+	want := "One email every Sunday and Monday at 07:00 (UTC), when your quiet hours end."
+	if got := Describe(Policy{Mode: Weekly}, s); got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	sat := utc(2026, 11, 28, 12, 0)
+	if got := CloseTime(Policy{Mode: Weekly}, s, sat, sat); !got.Equal(utc(2026, 11, 29, 7, 0)) {
+		t.Errorf("Saturday's digest closes %s, want Sunday 07:00", got)
+	}
+}

@@ -35,11 +35,13 @@ func Describe(p Policy, s Schedule) string {
 		return fmt.Sprintf("One email a day at %s (%s)%s.", at, s.location(), whenQuietEnds(s.DailyAt, s.Quiet))
 	case Weekly:
 		at, nextDay := quietShift(s.WeeklyAt, s.Quiet)
+		days := s.weeklyDays()
+		if nextDay {
+			// Rotate the set a day on, keeping the week's order.
+			days = (days<<1 | days>>6) & allDays
+		}
 		var names []string
-		for _, d := range s.weeklyDays().Days() {
-			if nextDay {
-				d = weekday(d + 1)
-			}
+		for _, d := range days.Days() {
 			names = append(names, capitalize(WeekdayName(d)))
 		}
 		return fmt.Sprintf("One email every %s at %s (%s)%s.", joinAnd(names), at, s.location(), whenQuietEnds(s.WeeklyAt, s.Quiet))
