@@ -119,6 +119,19 @@ func JobCounts(ctx context.Context, q Querier) ([]JobCount, error) {
 	return out, rows.Err()
 }
 
+// GetJob returns one River job, or ErrNotFound.
+func GetJob(ctx context.Context, q Querier, id int64) (Job, error) {
+	var j Job
+	err := q.QueryRow(ctx, `
+		SELECT id, kind, state::text, attempt, max_attempts, scheduled_at, args::text,
+		       coalesce(errors[array_length(errors, 1)]->>'error', '')
+		FROM river_job WHERE id = $1`, id).Scan(&j.ID, &j.Kind, &j.State, &j.Attempt, &j.MaxAttempts, &j.ScheduledAt, &j.Args, &j.LastError)
+	if err != nil {
+		return Job{}, notFound(err, fmt.Sprintf("job %d", id))
+	}
+	return j, nil
+}
+
 // ListJobs returns River jobs in states, soonest scheduled first, or the
 // jobs of one batch when batchID > 0: its flush jobs, and the wakes of the
 // fan-out that opened it, which write its flush job shortly before it

@@ -185,3 +185,121 @@ func TestNewCadencesCloseAndDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestMonthlyInQuietHoursSaysTheDayAfter: a monthly digest at 23:00 inside
+// quiet hours from 22:00 to 07:00 goes out at 07:00 the next day, the 1st
+// for day 31; the description says so rather than naming day 31.
+func TestMonthlyInQuietHoursSaysTheDayAfter(t *testing.T) {
+	t.Parallel()
+	s := Schedule{Location: time.UTC, MonthlyDay: 31, MonthlyAt: tod(t, "23:00"),
+		Quiet: QuietHours{Start: tod(t, "22:00"), End: tod(t, "07:00"), Enabled: true}}
+	opened := utc(2026, 4, 10, 13, 0)
+	if got := CloseTime(Policy{Mode: Monthly}, s, opened, opened); !got.Equal(utc(2026, 5, 1, 7, 0)) {
+		t.Fatalf("monthly closes %s, want 2026-05-01 07:00", got)
+	}
+	want := "One email a month, the day after day 31 (the last day in shorter months) at 07:00 (UTC), when your quiet hours end."
+	if got := Describe(Policy{Mode: Monthly}, s); got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}
+
+// TestCadencesInOddZones walks the hourly, weekly and monthly digests
+// through zones with unusual switches: Lord Howe's 30-minute shift,
+// Santiago's and Tehran's switches at midnight, and Apia, which skipped
+// 30 December 2011. Every local slot of every day is sent exactly once
+// (a slot in a gap, later by the gap's length), and a monthly digest on
+// day 29, 30 or 31 goes out once a month, on the last day when the month
+// is shorter (February 2012 had 29 days).
+func TestCadencesInOddZones(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		zone string
+		from time.Time
+	}{
+		{"Australia/Lord_Howe", utc(2011, 3, 1, 0, 0)},
+		{"America/Santiago", utc(2011, 3, 1, 0, 0)},
+		{"Asia/Tehran", utc(2021, 3, 1, 0, 0)},
+		{"Pacific/Apia", utc(2011, 3, 1, 0, 0)},
+	} {
+		loc := zone(t, c.zone)
+		until := c.from.AddDate(1, 0, 0)
+		for _, at := range []string{"00:00", "00:30", "02:15", "07:45"} {
+			for _, every := range []int{1, 4} {
+				s := Schedule{Location: loc, DailyAt: tod(t, at), EveryHours: every}
+				sent := map[time.Time]int{}
+				for _, d := range walk(t, NextHourly, s, c.from, until) {
+					sent[d]++
+				}
+				for day := c.from.In(loc); day.Before(until.AddDate(0, 0, -1)); day = day.AddDate(0, 0, 1) {
+					y, m, d := day.Date()
+					for _, slot := range s.HourlyTimes() {
+						if want := localTime(loc, y, m, d, slot); want.After(c.from) && sent[want] != 1 {
+							t.Errorf("%s every %d h from %s: %s sent %d times", c.zone, every, at, want.In(loc).Format(localFormat), sent[want])
+						}
+					}
+				}
+			}
+			for day := 29; day <= 31; day++ {
+				s := Schedule{Location: loc, MonthlyDay: day, MonthlyAt: tod(t, at)}
+				got := walk(t, NextMonthly, s, c.from, until)
+				months := map[string]bool{}
+				for _, d := range got {
+					months[d.Format("2006-01")] = true
+					last := time.Date(d.Year(), d.Month()+1, 0, 0, 0, 0, 0, time.UTC).Day()
+					if d.Day() != min(day, last) && !(c.zone == "Pacific/Apia" && d.Format("01-02") == "12-31") {
+						t.Errorf("%s monthly on %d at %s: %s", c.zone, day, at, d.Format(localFormat))
+					}
+				}
+				if len(got) != 12 || len(months) != 12 {
+					t.Errorf("%s monthly on %d at %s: %d digests in %d months, want 12 in 12", c.zone, day, at, len(got), len(months))
+				}
+			}
+			s := Schedule{Location: loc, WeeklyAt: tod(t, at), WeeklyDays: WeekdaySet(0).With(time.Friday)}
+			for _, d := range walk(t, NextWeekly, s, c.from, until) {
+				if d.Weekday() != time.Friday && d.Format("2006-01-02") != "2011-12-31" {
+					t.Errorf("%s weekly on Friday at %s: %s", c.zone, at, d.Format(localFormat))
+				}
+			}
+		}
+	}
+}
+
+// TestHourlyDescriptionCountsQuietHours: slots inside the quiet hours all
+// go out together when they end, so "up to" counts them once; an hourly
+// grid names its minute instead of 24 times.
+func TestHourlyDescriptionCountsQuietHours(t *testing.T) {
+	t.Parallel()
+	quiet := QuietHours{Start: tod(t, "22:00"), End: tod(t, "07:00"), Enabled: true}
+	for _, c := range []struct {
+		every int
+		quiet QuietHours
+		want  string
+	}{
+		{1, quiet, "Up to 16 emails a day, every hour at 45 minutes past (UTC). During your quiet hours (22:00 to 07:00) it waits until 07:00."},
+		{1, QuietHours{}, "Up to 24 emails a day, every hour at 45 minutes past (UTC)."},
+		{4, quiet, "Up to 5 emails a day, every 4 hours at 03:45, 07:45, 11:45, 15:45, 19:45 and 23:45 (UTC). During your quiet hours (22:00 to 07:00) it waits until 07:00."},
+		{12, QuietHours{}, "Up to 2 emails a day, every 12 hours at 07:45 and 19:45 (UTC)."},
+	} {
+		s := Schedule{Location: time.UTC, DailyAt: tod(t, "07:45"), EveryHours: c.every, Quiet: c.quiet}
+		if got := Describe(Policy{Mode: Hourly}, s); got != c.want {
+			t.Errorf("every %d h:\n got %q\nwant %q", c.every, got, c.want)
+		}
+	}
+}
+
+// TestWeeklyShiftedByQuietHoursListsDaysInOrder: Saturday and Sunday at
+// 23:00, held by quiet hours until 07:00, go out on Sunday and Monday,
+// named in the week's order.
+func TestWeeklyShiftedByQuietHoursListsDaysInOrder(t *testing.T) {
+	t.Parallel()
+	s := Schedule{Location: time.UTC, WeeklyAt: tod(t, "23:00"), WeeklyDays: WeekdaySet(0).With(time.Saturday).With(time.Sunday),
+		Quiet: QuietHours{Start: tod(t, "22:00"), End: tod(t, "07:00"), Enabled: true}}
+	want := "One email every Sunday and Monday at 07:00 (UTC), when your quiet hours end."
+	if got := Describe(Policy{Mode: Weekly}, s); got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	sat := utc(2026, 11, 28, 12, 0)
+	if got := CloseTime(Policy{Mode: Weekly}, s, sat, sat); !got.Equal(utc(2026, 11, 29, 7, 0)) {
+		t.Errorf("Saturday's digest closes %s, want Sunday 07:00", got)
+	}
+}

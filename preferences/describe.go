@@ -35,31 +35,54 @@ func Describe(p Policy, s Schedule) string {
 		return fmt.Sprintf("One email a day at %s (%s)%s.", at, s.location(), whenQuietEnds(s.DailyAt, s.Quiet))
 	case Weekly:
 		at, nextDay := quietShift(s.WeeklyAt, s.Quiet)
+		days := s.weeklyDays()
+		if nextDay {
+			// Rotate the set a day on, keeping the week's order.
+			days = (days<<1 | days>>6) & allDays
+		}
 		var names []string
-		for _, d := range s.weeklyDays().Days() {
-			if nextDay {
-				d = weekday(d + 1)
-			}
+		for _, d := range days.Days() {
 			names = append(names, capitalize(WeekdayName(d)))
 		}
 		return fmt.Sprintf("One email every %s at %s (%s)%s.", joinAnd(names), at, s.location(), whenQuietEnds(s.WeeklyAt, s.Quiet))
 	case Hourly:
-		var times []string
-		for _, t := range s.HourlyTimes() {
-			times = append(times, t.String())
-		}
-		every := plural(int64(len(times)), "email")
-		return fmt.Sprintf("Up to %s a day, every %s at %s (%s).", every, humanDuration(time.Duration(24/len(times))*time.Hour),
-			joinAnd(times), s.location()) + quietNote(s)
+		return describeHourly(s) + quietNote(s)
 	case Monthly:
-		at, _ := quietShift(s.MonthlyAt, s.Quiet)
+		at, nextDay := quietShift(s.MonthlyAt, s.Quiet)
 		day := fmt.Sprintf("on day %d", min(max(s.MonthlyDay, 1), 31))
+		if nextDay {
+			// Quiet hours past midnight move it to the next day (the 1st
+			// after day 31), which the weekly days say by naming it.
+			day = "the day after day" + strings.TrimPrefix(day, "on day")
+		}
 		if s.MonthlyDay >= 29 {
 			day += " (the last day in shorter months)"
 		}
 		return fmt.Sprintf("One email a month, %s at %s (%s)%s.", day, at, s.location(), whenQuietEnds(s.MonthlyAt, s.Quiet))
 	}
 	return ""
+}
+
+// describeHourly counts the emails a day as they go out: the slots inside
+// the quiet hours all leave together when those end, so they are one. A
+// grid of every hour names its minute rather than 24 times.
+func describeHourly(s Schedule) string {
+	slots := s.HourlyTimes()
+	sent := map[TimeOfDay]bool{}
+	var times []string
+	for _, t := range slots {
+		at, _ := quietShift(t, s.Quiet)
+		sent[at] = true
+		times = append(times, t.String())
+	}
+	when := "every " + humanDuration(time.Duration(24/len(slots))*time.Hour) + " at " + joinAnd(times)
+	if len(slots) == 24 {
+		when = "every hour at " + plural(int64(slots[0].minutes()), "minute") + " past"
+		if slots[0] == 0 {
+			when = "every hour on the hour"
+		}
+	}
+	return fmt.Sprintf("Up to %s a day, %s (%s).", plural(int64(len(sent)), "email"), when, s.location())
 }
 
 // joinAnd lists words the English way: "a", "a and b", "a, b and c".

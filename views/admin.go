@@ -191,3 +191,12 @@ func Current(on bool) templ.Attributes {
 	}
 	return templ.Attributes{}
 }
+
+// ItemCount says how many notifications a batch holds, "1 item" or
+// "3 items".
+func ItemCount(n string) string {
+	if n == "1" {
+		return "1 item"
+	}
+	return n + " items"
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -79,7 +80,8 @@ func loginURL(page string) string {
 
 // localNext returns next if it is a console page on this server, else "".
 // Anything a browser could read as another host is refused: "//evil",
-// "/\evil", absolute URLs, and control characters browsers strip.
+// "/\evil", absolute URLs, control characters browsers strip, and dot
+// segments that climb out of /admin.
 func localNext(next string) string {
 	if len(next) > 2000 || !strings.HasPrefix(next, "/admin") || strings.ContainsAny(next, "\\") {
 		return ""
@@ -93,7 +95,9 @@ func localNext(next string) string {
 	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
 		return ""
 	}
-	if rest := strings.TrimPrefix(u.Path, "/admin"); rest != "" && !strings.HasPrefix(rest, "/") {
+	// Browsers resolve dot segments, percent-encoded ones too (u.Path has
+	// them decoded), so the page is read as they will read it.
+	if p := path.Clean(u.Path); p != "/admin" && !strings.HasPrefix(p, "/admin/") {
 		return ""
 	}
 	return next

@@ -179,7 +179,8 @@ func skipRows(skips []db.SkipEntry) []views.SkipRow {
 }
 
 // adminBatchAction runs an operator action on a batch, records it in the
-// audit log, and returns to the batch with a message.
+// audit log, and returns to the batch with a message. A batch that is due
+// is left alone, as its page offers no action.
 func (s *Server) adminBatchAction(action string, act func(context.Context, int64) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -188,6 +189,18 @@ func (s *Server) adminBatchAction(action string, act func(context.Context, int64
 			return
 		}
 		to := fmt.Sprintf("/admin/batches/%d", id)
+		// The page offered the action for an open batch; a double click, a
+		// reload or a Flush from another tab since may have made it due,
+		// and a due batch belongs to its flush job (see displayState).
+		b, err := db.GetBatch(r.Context(), s.DB.Pool, id)
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		if displayState(b, s.now()) == "due" {
+			s.flashRedirect(w, r, "Nothing done: the batch is due and its flush job sends it.", to)
+			return
+		}
 		if err := act(r.Context(), id); err != nil {
 			if errors.Is(err, batching.ErrNotOpen) || errors.Is(err, batching.ErrNotFailed) {
 				s.flashRedirect(w, r, "Nothing done: "+err.Error()+".", to)

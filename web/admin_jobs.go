@@ -23,8 +23,7 @@ func jobRows(jobs []db.Job) []views.JobRow {
 		sched := j.ScheduledAt
 		out = append(out, views.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
 			Attempts: fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts), Scheduled: fmtTime(&sched), Args: j.Args, Error: j.LastError,
-			CanRetry:  ranAndFailed(j),
-			CanCancel: j.State == "retryable" || j.State == "scheduled" || j.State == "available"})
+			CanRetry: ranAndFailed(j), CanCancel: waiting(j)})
 	}
 	return out
 }
@@ -35,6 +34,12 @@ func jobRows(jobs []db.Job) []views.JobRow {
 func ranAndFailed(j db.Job) bool {
 	stopped := j.State == "retryable" || j.State == "discarded" || j.State == "cancelled"
 	return stopped && j.Attempt > 0 && j.LastError != ""
+}
+
+// waiting is a job that will run by itself, so Cancel has something to
+// stop.
+func waiting(j db.Job) bool {
+	return j.State == "retryable" || j.State == "scheduled" || j.State == "available"
 }
 
 // adminJobs is the job queue, read from River's own table.
@@ -70,9 +75,21 @@ func (s *Server) adminJobAction(action string) http.HandlerFunc {
 			s.pageError(w, r, db.ErrNotFound)
 			return
 		}
-		act := s.Jobs.Retry
+		act, offered := s.Jobs.Retry, ranAndFailed
 		if action == "cancel job" {
-			act = s.Jobs.Cancel
+			act, offered = s.Jobs.Cancel, waiting
+		}
+		// Act only where the page offers the action: a double click or a
+		// stale page must not run a job early or twice (River retries a
+		// scheduled or completed job if asked).
+		j, err := db.GetJob(r.Context(), s.DB.Pool, id)
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		if !offered(j) {
+			s.flashRedirect(w, r, fmt.Sprintf("Nothing done: job %d is %s.", id, j.State), "/admin/jobs")
+			return
 		}
 		if err := act(r.Context(), id); err != nil {
 			s.flashRedirect(w, r, "Nothing done: "+err.Error(), "/admin/jobs")

@@ -335,3 +335,89 @@ func TestConsoleTypeEditValidatesAndSaves(t *testing.T) {
 		t.Fatal("the edit is not in the audit log")
 	}
 }
+
+// TestConsoleActsOnlyOnOpenBatches: a second Flush (a double click, a
+// reload) and a Cancel confirmed after the batch was flushed in another
+// tab change nothing: the batch is due, its flush job has it, and the
+// console says so instead of "Done".
+func TestConsoleActsOnlyOnOpenBatches(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	batch := a.srv.URL + "/admin/batches/" + itoa(id)
+	if _, doc := getDoc(t, c, batch+"/cancel"); doc.Find(`[data-testid="confirm-cancel"]`).Length() != 1 {
+		t.Fatal("the open batch's cancel page asks nothing")
+	}
+	if _, doc := postDoc(t, c, batch+"/flush", nil, ""); !strings.Contains(doc.Find(`[data-testid="flash"]`).Text(), "Done") {
+		t.Fatalf("first Flush: %q", doc.Find(`[data-testid="flash"]`).Text())
+	}
+	for _, action := range []string{"flush", "cancel"} {
+		_, doc := postDoc(t, c, batch+"/"+action, nil, "")
+		if msg := doc.Find(`[data-testid="flash"]`).Text(); !strings.Contains(msg, "Nothing done") || !strings.Contains(msg, "due") {
+			t.Errorf("%s on a flushed batch said %q", action, msg)
+		}
+	}
+	if b, _ := db.GetBatch(context.Background(), a.db.Pool, id); b.State != db.StateOpen {
+		t.Errorf("a Cancel confirmed after Flush left the batch %s, want it left to its flush job", b.State)
+	}
+	audit, err := db.AuditFor(context.Background(), a.db.Pool, "batch", itoa(id))
+	if err != nil || len(audit) != 1 {
+		t.Errorf("audit log has %d entries (%v), want the one flush", len(audit), err)
+	}
+}
+
+// TestConsoleJobActionsOnlyWhereOffered: Retry and Cancel on the jobs page
+// act only on the jobs they are shown for. A scheduled flush job that has
+// not run is not pulled forward by a hand-made Retry, and a second Cancel
+// (a double click) neither acts nor is audited again.
+func TestConsoleJobActionsOnlyWhereOffered(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	c := operatorClient(t, a)
+	ctx := context.Background()
+	var job int64
+	var state string
+	if err := a.db.Pool.QueryRow(ctx, `SELECT id, state::text FROM river_job WHERE kind = 'flush_batch' AND (args->>'batch_id')::bigint = $1`, id).Scan(&job, &state); err != nil {
+		t.Fatal(err)
+	}
+	jobState := func() string {
+		a.db.Pool.QueryRow(ctx, `SELECT state::text FROM river_job WHERE id = $1`, job).Scan(&state)
+		return state
+	}
+	if before := jobState(); before != "scheduled" {
+		t.Fatalf("the batch's flush job is %s, want scheduled", before)
+	}
+	_, doc := postDoc(t, c, a.srv.URL+"/admin/jobs/"+itoa(job)+"/retry", nil, "")
+	if got := jobState(); got != "scheduled" || !strings.Contains(doc.Find(`[data-testid="flash"]`).Text(), "Nothing done") {
+		t.Errorf("Retry on a job that never ran: job %s, message %q", got, doc.Find(`[data-testid="flash"]`).Text())
+	}
+	for i := 0; i < 2; i++ {
+		postDoc(t, c, a.srv.URL+"/admin/jobs/"+itoa(job)+"/cancel", nil, "")
+	}
+	if got := jobState(); got != "cancelled" {
+		t.Fatalf("after Cancel the job is %s", got)
+	}
+	if n := countRows(t, a.db, `SELECT count(*) FROM audit_log WHERE object_type = 'job'`); n != 1 {
+		t.Errorf("%d job actions audited, want the one cancel", n)
+	}
+}
+
+// TestConsoleIsolatesRightToLeftValues: a batch key or recipient id with
+// a right-to-left override cannot reorder the text after it on the batch
+// and cancel pages ("· cooldown · 1 item"): each value is isolated.
+func TestConsoleIsolatesRightToLeftValues(t *testing.T) {
+	t.Parallel()
+	a, _ := consoleSetup(t)
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","batch_key":"doc\u202e7","actor":{"id":"a"},
+		"object":{"title":"T"},"recipients":[{"id":"u_\u202eeve","email":"eve@example.com"}]}`, 202)
+	id := itoa(int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64)))
+	c := operatorClient(t, a)
+	for _, page := range []string{"/admin/batches/" + id, "/admin/batches/" + id + "/cancel"} {
+		_, doc := getDoc(t, c, a.srv.URL+page)
+		var isolated []string
+		doc.Find(`.card p`).First().Find(`bdi`).Each(func(_ int, s *goquery.Selection) { isolated = append(isolated, s.Text()) })
+		if strings.Join(isolated, "|") != "u_\u202eeve|comment+doc\u202e7" {
+			t.Errorf("%s isolates %q, want the recipient and the batch key", page, isolated)
+		}
+	}
+}

@@ -231,6 +231,9 @@ func jsonKind(k string) string {
 		return "an array"
 	case "map", "struct":
 		return "an object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		// 4.0 and 1e1 are numbers too; say which kind is wanted.
+		return "a whole number"
 	}
 	return "a number"
 }

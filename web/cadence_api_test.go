@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,6 +55,20 @@ func TestCadencesThroughTheAPI(t *testing.T) {
 	} {
 		if got, p := a.call(t, "PUT", prefs, c.body); got != 422 || fieldOf(p) != c.field {
 			t.Errorf("%s: status %d, field %q, want 422 naming %s: %v", c.body, got, fieldOf(p), c.field, p)
+		}
+	}
+	// One message a field, saying what it wants: a null is refused as a
+	// null (not also as out of range), 4.0 as not a whole number.
+	for body, msg := range map[string]string{
+		`{"digest":{"every_hours":null}}`: "cannot be null",
+		`{"digest":{"monthly_day":null}}`: "cannot be null",
+		`{"digest":{"every_hours":4.0}}`:  "must be a whole number",
+		`{"digest":{"monthly_day":1e1}}`:  "must be a whole number",
+	} {
+		_, p := a.call(t, "PUT", prefs, body)
+		errs, _ := p["errors"].([]any)
+		if len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]), msg) {
+			t.Errorf("%s: errors %v, want one saying %q", body, errs, msg)
 		}
 	}
 	if got := digest(a.mustCall(t, "GET", prefs, "", 200)); got != "friday [friday] 07:00 6 31 09:30" {

@@ -251,14 +251,7 @@ func TestConsoleLoginReturnsToDeepLink(t *testing.T) {
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for _, next := range []string{"//evil.com", "/\\evil.com", "https://evil.com/admin", "/admin@evil.com", "/admin.evil.com", "/\t/evil.com", "javascript:alert(1)", "/admin/../../x", ""} {
 		resp := postForm(t, noFollow, a.srv.URL+"/admin/login", url.Values{"email": {"ops@example.com"}, "password": {"correct horse"}, "next": {next}})
-		loc := resp.Header.Get("Location")
-		if next == "/admin/../../x" {
-			if u, _ := url.Parse(loc); u == nil || u.Host != "" {
-				t.Errorf("next %q sent the operator to %q", next, loc)
-			}
-			continue
-		}
-		if loc != "/admin" {
+		if loc := resp.Header.Get("Location"); loc != "/admin" {
 			t.Errorf("next %q sent the operator to %q, want /admin", next, loc)
 		}
 	}
@@ -520,4 +513,40 @@ func setValue(t *testing.T, ctx context.Context, sel, v string) {
 	t.Helper()
 	browsertest.Eval[bool](t, ctx, `(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); e.value = `+strconv.Quote(v)+`;
 		e.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`)
+}
+
+// TestConsoleFitsAPhoneWithHostileValues: the longest values the API
+// takes (a 254-character email, a 200-character type name without a
+// space, a long batch key and recipient id) and right-to-left text keep
+// every console page and the settings page within 390 px.
+func TestConsoleFitsAPhoneWithHostileValues(t *testing.T) {
+	t.Parallel()
+	a, _ := consoleSetup(t)
+	email := strings.Repeat("a", 64) + "@" + strings.Repeat("b", 61) + "." + strings.Repeat("c", 61) + "." + strings.Repeat("d", 61) + ".com"
+	if len(email) != 254 {
+		t.Fatalf("email is %d characters", len(email))
+	}
+	rid := "u_" + strings.Repeat("r", 120)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"`+strings.Repeat("N", 200)+`","category":"`+strings.Repeat("C", 100)+`","default_mode":"cooldown","window":"1h"}`, 200)
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","batch_key":"`+strings.Repeat("k", 200)+`",
+		"actor":{"id":"`+strings.Repeat("x", 100)+`","name":"مستخدم بأسم طويل جدا جدا جدا"},
+		"object":{"title":"`+strings.Repeat("שלום", 60)+`","url":"https://app.example/doc/7"},
+		"recipients":[{"id":"`+rid+`","email":"`+email+`","name":"`+strings.Repeat("W", 150)+`"}]}`, 202)
+	id := int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
+	link := a.mustCall(t, "POST", "/api/v1/recipients/"+rid+"/preferences-link", "", 200)["url"].(string)
+	ctx := consoleBrowser(t, a)
+	browsertest.Do(t, ctx, chromedp.EmulateViewport(390, 844))
+	b := a.srv.URL + "/admin"
+	pages := []string{b, b + "/batches", b + "/batches?recipient=" + rid, b + "/batches/" + itoa(id), b + "/batches/" + itoa(id) + "/cancel",
+		b + "/batches/" + itoa(id) + "/preview", b + "/types", b + "/types/comment/edit", b + "/recipients?id=" + rid,
+		strings.Replace(link, "http://lull.test", a.srv.URL, 1)}
+	for _, u := range pages {
+		open(t, ctx, u)
+		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("%.60s is %d px wide at 390", strings.TrimPrefix(u, a.srv.URL), w)
+		}
+		if strings.Contains(u, "/batches/") && !strings.Contains(u, "preview") && !evalBool(t, ctx, `/· 1 item$/m.test(document.querySelector('main .card p').innerText)`) {
+			t.Errorf("%.60s does not count its one item as 1 item", strings.TrimPrefix(u, a.srv.URL))
+		}
+	}
 }

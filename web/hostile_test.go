@@ -96,7 +96,7 @@ func TestHostileRequests(t *testing.T) {
 		{"FeedBeforeWords", "POST", "/api/v1/recipients/u_bob/feed/read", `{"before":"now"}`, 422, "before", "RFC 3339"},
 		{"KeyObject", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"key":{}}`, 422, "key", "a string"},
 		{"TypeWindowNumber", "PUT", "/api/v1/types/t2", `{"window":300}`, 422, "window", "a string"},
-		{"TypeMaxItemsString", "PUT", "/api/v1/types/t2", `{"max_items":"3"}`, 422, "max_items", "a number"},
+		{"TypeMaxItemsString", "PUT", "/api/v1/types/t2", `{"max_items":"3"}`, 422, "max_items", "a whole number"},
 		{"TypeMaxItemsHuge", "PUT", "/api/v1/types/t2", `{"max_items":3000000000}`, 422, "max_items", ""},
 		{"TypeBurstLimitHuge", "PUT", "/api/v1/types/t2", `{"burst_limit":3000000000}`, 422, "burst_limit", ""},
 		{"TypeMaxItemsFraction", "PUT", "/api/v1/types/t2", `{"max_items":1.5}`, 422, "max_items", ""},

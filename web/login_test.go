@@ -61,3 +61,37 @@ func TestLoginThrottledPerAccount(t *testing.T) {
 		t.Errorf("the right password a minute later = %d, want 303 (logged in)", got)
 	}
 }
+
+// TestLoginStaysInTheConsole: a return path is kept only when it is a
+// console page as the browser will read it. Dot segments, plain or
+// percent-encoded (which browsers decode in a path), leave /admin, so the
+// login form drops them and leads to the dashboard; encoded slashes stay
+// on this host. The form is read rather than posted, as logins are
+// throttled; the post reads next the same way.
+func TestLoginStaysInTheConsole(t *testing.T) {
+	t.Parallel()
+	a, _ := consoleSetup(t)
+	c := browserClient(t)
+	for next, want := range map[string]string{
+		"/admin/../x":                         "",
+		"/admin/%2e%2e/x":                     "",
+		"/admin/.%2E/%2e%2e/evil":             "",
+		"/admin%2F..%2F..%2Fx":                "",
+		"/admin/batches/../../x":              "",
+		"/admin/./..":                         "",
+		"/admin\n//evil.com":                  "",
+		"/admin\t/evil.com":                   "",
+		"/admin/%2F%2Fevil.com":               "/admin/%2F%2Fevil.com",
+		"/admin/batches/9?state=due":          "/admin/batches/9?state=due",
+		"/admin/" + strings.Repeat("a", 3000): "",
+	} {
+		_, doc := getDoc(t, c, a.srv.URL+"/admin/login?"+url.Values{"next": {next}}.Encode())
+		if got := doc.Find(`input[name="next"]`).AttrOr("value", ""); got != want {
+			t.Errorf("next %q kept as %q, want %q", next, got, want)
+		}
+	}
+	resp := postForm(t, c, a.srv.URL+"/admin/login", url.Values{"email": {"ops@example.com"}, "password": {"correct horse"}, "next": {"/admin/%2e%2e/x"}})
+	if resp.Request.URL.Path != "/admin" {
+		t.Errorf("login with an encoded dot segment landed on %s", resp.Request.URL)
+	}
+}

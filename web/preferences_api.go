@@ -142,10 +142,10 @@ func (p PreferencesPatch) mergeOnto(b PreferencesBody) (PreferencesBody, []Field
 	mergeValue(&errs, "digest.monthly_at", d.MonthlyAt, &b.Digest.MonthlyAt)
 	// applyPreferences reads 0 as "not given" (the settings form has no
 	// such field); a client that sends 0 gets the range, not silence.
-	if d.EveryHours.Set && d.EveryHours.Value == 0 {
+	if d.EveryHours.Set && !d.EveryHours.Null && d.EveryHours.Value == 0 {
 		errs = append(errs, FieldError{"digest.every_hours", everyHoursRange})
 	}
-	if d.MonthlyDay.Set && d.MonthlyDay.Value == 0 {
+	if d.MonthlyDay.Set && !d.MonthlyDay.Null && d.MonthlyDay.Value == 0 {
 		errs = append(errs, FieldError{"digest.monthly_day", monthlyDayRange})
 	}
 	switch q := p.QuietHours; {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
@@ -98,27 +100,37 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	rec, err := db.GetRecipient(ctx, s.DB.Bun, id)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
 	types, err := db.ListTypes(ctx, s.DB.Bun)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
-	body := formPreferences(r, types)
 	known := map[string]bool{}
 	for _, t := range types {
 		known[t.Key] = true
 	}
-	rows, errs := applyPreferences(rec, body, known)
-	errs = append(errs, requiredNotOff(types, body)...)
-	errs = append(errs, formNotEmpty(body)...)
-	if len(errs) > 0 {
+	// The form is read before the transaction: a slow client holds no lock.
+	body := formPreferences(r, types)
+	var rec *db.Recipient
+	var invalid []FieldError
+	// The row stays locked from read to write, so a change the API makes
+	// in between (to a field this form does not post) is not written over.
+	err = s.DB.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if rec, err = db.LockRecipient(ctx, tx, id); err != nil {
+			return err
+		}
+		keepStoredDays(rec, &body.Digest)
+		rows, errs := applyPreferences(rec, body, known)
+		errs = append(errs, requiredNotOff(types, body)...)
+		if invalid = append(errs, formNotEmpty(body)...); len(invalid) > 0 {
+			return Invalid(invalid...)
+		}
+		return db.SavePreferences(ctx, tx, rec, withoutDefaults(rows, types))
+	})
+	if len(invalid) > 0 {
 		fields := map[string]string{}
-		for _, e := range errs {
+		for _, e := range invalid {
 			fields[e.Field] = e.Message
 		}
 		v, err := s.settingsView(ctx, s.recipientPage(w, r, "Email settings"), rec.Name, body, fields)
@@ -129,7 +141,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnprocessableEntity, views.Settings(v))
 		return
 	}
-	if err := db.SavePreferences(ctx, s.DB.Pool, rec, withoutDefaults(rows, types)); err != nil {
+	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
@@ -186,12 +198,26 @@ func formDigest(r *http.Request, f func(string) string) DigestBody {
 	return d
 }
 
+// keepStoredDays reads the weekly day of a page loaded before the weekly
+// days were checkboxes. Such a page showed the first stored day; left as
+// it was, it keeps every stored day rather than making that one the only
+// day. A day changed on it is the only day, as weekly_on alone is.
+func keepStoredDays(r *db.Recipient, d *DigestBody) {
+	if d.WeeklyDays != nil {
+		return
+	}
+	if on, err := preferences.ParseWeekday(d.WeeklyOn); err == nil && on == time.Weekday(r.WeeklyOn) {
+		d.WeeklyOn, d.WeeklyDays = "", weekdayNames(weeklyDays(r))
+	}
+}
+
 // digestNumber reads a form number for the digest: empty is 0 (not
 // given), and what is not a number is -1, which every range check
-// refuses, so the message sits next to the field.
+// refuses, so the message sits next to the field. A typed 0 ("-0" too)
+// is -1 as well: it is a wrong period, not a field left out.
 func digestNumber(s string) int {
 	switch n, bad := formInt(s); {
-	case bad:
+	case bad || (n != nil && *n == 0):
 		return -1
 	case n == nil:
 		return 0

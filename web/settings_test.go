@@ -289,3 +289,167 @@ func postSettings(t *testing.T, c *http.Client, base string, f url.Values) (*htt
 	doc, _ := goquery.NewDocumentFromReader(resp.Body)
 	return resp, doc
 }
+
+// TestSettingsFromAnOldPage: a settings page loaded before the new
+// cadences (one weekly day in a select, no hourly or monthly fields)
+// posts only what it showed. Left as it was, the day keeps every stored
+// weekly day and the other cadences stay; a day chosen on it is the only
+// one, as weekly_on alone is in the API. A hand-made "-0" or "0" is a
+// period named as wrong, not a field left out.
+func TestSettingsFromAnOldPage(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	getDoc(t, c, link)
+	const prefs = "/api/v1/recipients/u_bob/preferences"
+	a.mustCall(t, "PUT", prefs, `{"digest":{"weekly_days":["monday","thursday"],"every_hours":2,"monthly_day":31,"monthly_at":"09:00"}}`, 200)
+	digest := func() string {
+		d := a.mustCall(t, "GET", prefs, "", 200)["digest"].(map[string]any)
+		return fmt.Sprintf("%v %v %v %v", d["weekly_days"], d["every_hours"], d["monthly_day"], d["monthly_at"])
+	}
+	old := url.Values{"timezone": {"Europe/Berlin"}, "digest.daily_at": {"07:30"}, "digest.weekly_on": {"monday"}, "digest.weekly_at": {"16:00"},
+		"types.comment.mode": {"daily"}, "types.share.mode": {"weekly"}, "types.security.mode": {"immediate"}}
+	if resp, doc := postDoc(t, c, a.srv.URL+"/settings", old, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("old page save = %d: %s", resp.StatusCode, doc.Find(".error").Text())
+	}
+	if got := digest(); got != "[monday thursday] 2 31 09:00" {
+		t.Errorf("an old page left as it was stored %s, want [monday thursday] 2 31 09:00", got)
+	}
+	old.Set("digest.weekly_on", "friday")
+	postDoc(t, c, a.srv.URL+"/settings", old, "")
+	if got := digest(); got != "[friday] 2 31 09:00" {
+		t.Errorf("a day chosen on an old page stored %s, want [friday] 2 31 09:00", got)
+	}
+	for _, n := range []string{"-0", "0", "+0"} {
+		old.Set("digest.every_hours", n)
+		resp, doc := postDoc(t, c, a.srv.URL+"/settings", old, "")
+		if resp.StatusCode != http.StatusUnprocessableEntity || doc.Find(`[data-testid="error-digest.every_hours"]`).Length() != 1 {
+			t.Errorf("every_hours %q: %d, no error beside the field", n, resp.StatusCode)
+		}
+	}
+}
+
+// TestSettingsSaveWaitsForAChangeInFlight: a settings page saved while
+// the API changes the recipient (here the monthly day, which a page from
+// before the monthly fields does not post) waits for that change and
+// keeps it, rather than writing back what it read before.
+func TestSettingsSaveWaitsForAChangeInFlight(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	c := browserClient(t)
+	getDoc(t, c, link)
+	ctx := context.Background()
+	tx, err := a.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM recipients WHERE id = 'u_bob' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	old := url.Values{"timezone": {"Europe/Berlin"}, "digest.daily_at": {"07:30"}, "digest.weekly_on": {"monday"}, "digest.weekly_at": {"16:00"},
+		"types.comment.mode": {"daily"}, "types.share.mode": {"weekly"}, "types.security.mode": {"immediate"}}
+	done := make(chan int)
+	go func() {
+		req, _ := http.NewRequest("POST", a.srv.URL+"/settings", strings.NewReader(old.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	// The change commits only once the save is waiting for the row.
+	for waiting := 0; waiting == 0; {
+		select {
+		case code := <-done:
+			t.Fatalf("the save finished (%d) while the recipient was locked", code)
+		default:
+		}
+		a.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE recipients SET monthly_day = 15 WHERE id = 'u_bob'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("save = %d", code)
+	}
+	d := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/preferences", "", 200)["digest"].(map[string]any)
+	if d["monthly_day"] != 15.0 || d["daily_at"] != "07:30" {
+		t.Errorf("after the save: monthly_day %v, daily_at %v; want 15 (kept) and 07:30 (saved)", d["monthly_day"], d["daily_at"])
+	}
+}
+
+// TestSettingsCadencesByKeyboard: the weekly days are reached with Tab,
+// show their focus and toggle with Space; a form saved with none ticked
+// (and the monthly time cleared) moves focus to one summary, and axe
+// finds nothing on the page with those errors.
+func TestSettingsCadencesByKeyboard(t *testing.T) {
+	t.Parallel()
+	_, link := settingsSetup(t)
+	ctx := browsertest.New(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`[data-testid="save"]`)))
+	active := func() string {
+		return browsertest.Eval[string](t, ctx, `(e => e.name + "=" + e.value + (e.checked ? " checked" : ""))(document.activeElement)`)
+	}
+	browsertest.Do(t, ctx, chromedp.Focus(chromedp.CSS(`#f-digest-daily_at`)))
+	for i := 0; i < 10 && !strings.HasPrefix(active(), "digest.weekly_days="); i++ {
+		browsertest.Tab(t, ctx)
+	}
+	first := browsertest.Eval[string](t, ctx, `document.querySelector('input[name="digest.weekly_days"]').value`)
+	if got := active(); !strings.HasPrefix(got, "digest.weekly_days="+first) {
+		t.Fatalf("Tab from the daily time reached %q, want the first weekly day", got)
+	}
+	if browsertest.Eval[string](t, ctx, `getComputedStyle(document.activeElement).outlineStyle`) == "none" {
+		t.Error("a focused weekly day shows no focus")
+	}
+	for got := active(); strings.HasPrefix(got, "digest.weekly_days="); got = active() {
+		if strings.HasSuffix(got, " checked") {
+			browsertest.Do(t, ctx, chromedp.KeyEvent(" "))
+		}
+		browsertest.Tab(t, ctx)
+	}
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('input[name="digest.weekly_days"]:checked').length`); n != 0 {
+		t.Fatalf("%d weekly days still ticked after Space on each", n)
+	}
+	browsertest.Do(t, ctx, chromedp.SetValue(chromedp.CSS(`#f-digest-monthly_at`), ""),
+		chromedp.Focus(chromedp.CSS(`[data-testid="save"]`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitReady(chromedp.CSS(`[data-testid="error-digest.weekly_days"]`)))
+	if role := browsertest.Eval[string](t, ctx, `document.activeElement.getAttribute("role") || ""`); role != "alert" {
+		t.Errorf("after a refused save focus is on %q, want the one error summary", role)
+	}
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('[role="alert"]').length`); n != 1 {
+		t.Errorf("%d alerts on the page, want 1", n)
+	}
+	for _, v := range browsertest.Axe(t, ctx) {
+		t.Errorf("settings with cadence errors: %s", v)
+	}
+}
+
+// TestSettingsDigestFieldsSayWhichDigest: each digest field's name, as a
+// screen reader reads it (its label, inside its group's legend), says
+// which digest it sets; two inputs called just "at" do not.
+func TestSettingsDigestFieldsSayWhichDigest(t *testing.T) {
+	t.Parallel()
+	_, link := settingsSetup(t)
+	_, doc := getDoc(t, browserClient(t), link)
+	want := map[string]string{"digest.every_hours": "every", "digest.daily_at": "daily", "digest.weekly_days": "weekly",
+		"digest.weekly_at": "weekly", "digest.monthly_day": "monthly", "digest.monthly_at": "monthly"}
+	for name, word := range want {
+		field := doc.Find(`[name="` + name + `"]`).First()
+		label := doc.Find(`label[for="` + field.AttrOr("id", "-") + `"]`).Text()
+		if label == "" {
+			label = field.Parent().Text()
+		}
+		name := strings.ToLower(field.Closest("fieldset").Find("legend").Text() + " " + label)
+		if !strings.Contains(name, word) {
+			t.Errorf("%s is read as %q, which does not say %q", field.AttrOr("name", ""), strings.Join(strings.Fields(name), " "), word)
+		}
+	}
+}

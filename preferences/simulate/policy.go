@@ -96,9 +96,11 @@ type EveryoneSpec struct {
 	WeeklyOn   string   `json:"weekly_on,omitempty"`
 	WeeklyAt   string   `json:"weekly_at,omitempty"`
 	WeeklyDays []string `json:"weekly_days,omitempty"`
-	EveryHours int      `json:"every_hours,omitempty"`
-	MonthlyDay int      `json:"monthly_day,omitempty"`
-	MonthlyAt  string   `json:"monthly_at,omitempty"`
+	// EveryHours and MonthlyDay are pointers so that a 0 given is told
+	// from one left out, and refused.
+	EveryHours *int   `json:"every_hours,omitempty"`
+	MonthlyDay *int   `json:"monthly_day,omitempty"`
+	MonthlyAt  string `json:"monthly_at,omitempty"`
 }
 
 // Parse checks a spec and builds the policy. known reports whether a type
@@ -219,17 +221,17 @@ func parseCadences(e *EveryoneSpec, ev *Everyone, add func(field, msg string)) {
 		}
 		ev.WeeklyDays = &w
 	}
-	if e.EveryHours != 0 {
-		if !preferences.ValidEveryHours(e.EveryHours) {
+	if e.EveryHours != nil {
+		if !preferences.ValidEveryHours(*e.EveryHours) {
 			add("everyone.every_hours", "must be 1, 2, 4, 6 or 12 (hours that divide a day)")
 		}
-		ev.EveryHours = &e.EveryHours
+		ev.EveryHours = e.EveryHours
 	}
-	if e.MonthlyDay != 0 {
-		if e.MonthlyDay < 1 || e.MonthlyDay > 31 {
+	if e.MonthlyDay != nil {
+		if *e.MonthlyDay < 1 || *e.MonthlyDay > 31 {
 			add("everyone.monthly_day", "must be a day of the month from 1 to 31; 31 means the last day of every month")
 		}
-		ev.MonthlyDay = &e.MonthlyDay
+		ev.MonthlyDay = e.MonthlyDay
 	}
 	if e.MonthlyAt != "" {
 		t, err := preferences.ParseTimeOfDay(e.MonthlyAt)

@@ -269,3 +269,29 @@ func TestUploadedLines(t *testing.T) {
 		t.Fatalf("zed from the upload: %+v", s.Recipients["zed"])
 	}
 }
+
+// TestPolicySpecRefusesAZeroPeriod: a proposal that gives every_hours or
+// monthly_day as 0 (or -0) names the field, as the preferences API does,
+// rather than simulating each recipient's own setting as if it were left
+// out.
+func TestPolicySpecRefusesAZeroPeriod(t *testing.T) {
+	t.Parallel()
+	var spec simulate.PolicySpec
+	if err := json.Unmarshal([]byte(`{"name":"x","everyone":{"mode":"hourly","every_hours":-0,"monthly_day":0}}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := spec.Parse(func(string) bool { return true })
+	fields := map[string]bool{}
+	for _, e := range errs {
+		fields[e.Field] = true
+	}
+	if !fields["everyone.every_hours"] || !fields["everyone.monthly_day"] {
+		t.Errorf("errors %v, want everyone.every_hours and everyone.monthly_day", errs)
+	}
+	if err := json.Unmarshal([]byte(`{"name":"x","everyone":{"mode":"hourly","every_hours":6,"monthly_day":31}}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if p, errs := spec.Parse(func(string) bool { return true }); len(errs) != 0 || *p.Everyone.EveryHours != 6 || *p.Everyone.MonthlyDay != 31 {
+		t.Errorf("valid periods: %v", errs)
+	}
+}
