@@ -58,7 +58,15 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	before, _ := strconv.ParseInt(q.Get("cursor"), 10, 64)
+	var before int64
+	if v := q.Get("cursor"); v != "" {
+		// A cursor this API did not give (a typo, a cut-off link) must not
+		// quietly restart the feed at its first page.
+		if before, err = strconv.ParseInt(v, 10, 64); err != nil || before < 1 {
+			s.problem(w, r, Invalid(FieldError{"cursor", "is not a cursor this API returned: use next_cursor from the previous page"}))
+			return
+		}
+	}
 	items, cut, err := db.Feed(ctx, s.DB.Pool, rec.ID, before, limit+groupSlack, q.Get("unread") == "true", feedPageBytes)
 	if err != nil {
 		s.problem(w, r, err)

@@ -69,6 +69,11 @@ func TestFeedGroupsAndPages(t *testing.T) {
 		len(second) != 1 || second[0].(map[string]any)["type"] != "share" || next["next_cursor"] != nil {
 		t.Fatalf("paging by 2: %v then %v (next cursor %v)", first, second, next["next_cursor"])
 	}
+	for _, bad := range []string{"abc", "0", "-5", "1e3"} {
+		if got, p := a.call(t, "GET", "/api/v1/recipients/u_bob/feed?cursor="+bad, ""); got != 422 || fieldOf(p) != "cursor" {
+			t.Errorf("cursor %q: %d %v, want 422 naming cursor (not the first page again)", bad, got, p)
+		}
+	}
 	if page := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed?limit=4", "", 200); page["next_cursor"] != nil {
 		t.Fatalf("a page holding the whole feed has a next cursor: %v", page["next_cursor"])
 	}
@@ -212,5 +217,31 @@ func TestFeedAnnouncesLargeFanOutOnce(t *testing.T) {
 	}
 	if len(heard) != 1 || heard[0] != "*" {
 		t.Fatalf("heard %d announcements (%v first), want one \"*\"", len(heard), heard[:min(len(heard), 3)])
+	}
+}
+
+// TestProblemListsAtMostAHundredFields: an event naming 5,000 bad inline
+// recipients is answered with the first hundred errors and a count of
+// the rest, not a list as long as the request.
+func TestProblemListsAtMostAHundredFields(t *testing.T) {
+	t.Parallel()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments"}`, 200)
+	var b strings.Builder
+	b.WriteString(`{"type":"comment","recipients":[`)
+	for i := range 5000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"id":"r` + itoa(int64(i)) + `","email":"not an address"}`)
+	}
+	b.WriteString(`]}`)
+	got, p := a.call(t, "POST", "/api/v1/events", b.String())
+	errs, _ := p["errors"].([]any)
+	if got != 422 || len(errs) != 101 {
+		t.Fatalf("status %d with %d errors, want 422 with 100 and a count", got, len(errs))
+	}
+	if last := errs[100].(map[string]any); last["field"] != "body" || !strings.Contains(last["message"].(string), "4900 more") {
+		t.Fatalf("last error %v", last)
 	}
 }

@@ -34,12 +34,21 @@ func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
 
 // Invalid builds a 422 validation problem from field errors.
 func Invalid(errs ...FieldError) *Problem {
+	if len(errs) > maxFieldErrors {
+		// 100,000 bad recipients would otherwise answer with megabytes of
+		// errors; the first ones show the pattern.
+		more := len(errs) - maxFieldErrors
+		errs = append(errs[:maxFieldErrors:maxFieldErrors], FieldError{"body", fmt.Sprintf("%d more invalid fields are not listed", more)})
+	}
 	detail := "The request has invalid fields."
 	if len(errs) == 1 {
 		detail = errs[0].Field + ": " + errs[0].Message
 	}
 	return &Problem{Type: "https://lull.dev/problems/validation", Title: "Invalid request", Status: http.StatusUnprocessableEntity, Detail: detail, Errors: errs}
 }
+
+// maxFieldErrors bounds the fields a problem lists.
+const maxFieldErrors = 100
 
 // fieldErrors is the API's field list for the engine's and the
 // simulator's field errors.
