@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -173,6 +174,25 @@ func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*
 		return nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	}
 	return &Unsubscribed{Recipient: rec, Undo: Undo{Thread: batchKey}}, nil
+}
+
+// MutedThread is a thread a recipient stopped.
+type MutedThread struct {
+	BatchKey  string
+	CreatedAt time.Time
+}
+
+// maxMutedShown bounds the threads a settings page lists.
+const maxMutedShown = 200
+
+// MutedThreads lists the threads a recipient stopped, newest first.
+func MutedThreads(ctx context.Context, q Querier, recipientID string) ([]MutedThread, error) {
+	rows, err := q.Query(ctx, `SELECT batch_key, created_at FROM muted_threads WHERE recipient_id = $1
+		ORDER BY created_at DESC, batch_key LIMIT $2`, recipientID, maxMutedShown)
+	if err != nil {
+		return nil, fmt.Errorf("muted threads of %s: %w", recipientID, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[MutedThread])
 }
 
 // UndoUnsubscribe puts back what an unsubscribe changed. A type the

@@ -61,6 +61,9 @@ type SettingsView struct {
 	Unsubscribed bool
 	HasRequired  bool
 	Categories   []CategoryView
+	// Threads are the conversations the recipient stopped, each with the
+	// batch key that turns it back on.
+	Threads []Option
 }
 
 // CategoryView groups types under a heading.

@@ -92,6 +92,7 @@ func (s *Server) routes() *patternMux {
 	page("GET /settings/enter", s.settingsEnter)
 	page("GET /settings", s.settingsPage)
 	page("POST /settings", s.settingsSave)
+	page("POST /settings/threads", s.settingsUnmute)
 
 	page("GET /admin/login", s.loginPage)
 	page("POST /admin/login", s.login)

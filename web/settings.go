@@ -79,7 +79,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 		flash, _ = f[0].(string)
 		sess.Save(r, w)
 	}
-	v, err := s.settingsView(r.Context(), s.recipientPage(w, r, "Email settings"), rec.Name, preferencesBody(rec, prefs), nil)
+	v, err := s.settingsView(r.Context(), s.recipientPage(w, r, "Email settings"), rec.ID, rec.Name, preferencesBody(rec, prefs), nil)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -133,7 +133,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		for _, e := range invalid {
 			fields[e.Field] = e.Message
 		}
-		v, err := s.settingsView(ctx, s.recipientPage(w, r, "Email settings"), rec.Name, body, fields)
+		v, err := s.settingsView(ctx, s.recipientPage(w, r, "Email settings"), rec.ID, rec.Name, body, fields)
 		if err != nil {
 			s.pageError(w, r, err)
 			return
@@ -296,7 +296,7 @@ var maxWaitPresets = []time.Duration{15 * time.Minute, time.Hour, 4 * time.Hour,
 
 // settingsView builds the page from a preferences body (stored or just
 // submitted) and the field errors to show.
-func (s *Server) settingsView(ctx context.Context, page views.Page, name string, b PreferencesBody, errs map[string]string) (views.SettingsView, error) {
+func (s *Server) settingsView(ctx context.Context, page views.Page, id, name string, b PreferencesBody, errs map[string]string) (views.SettingsView, error) {
 	types, err := db.ListTypes(ctx, s.DB.Bun)
 	if err != nil {
 		return views.SettingsView{}, err
@@ -308,6 +308,9 @@ func (s *Server) settingsView(ctx context.Context, page views.Page, name string,
 		QuietStart: "22:00", QuietEnd: "07:00",
 	}
 	v.WeeklyDays, v.EveryHours, v.MonthlyDays = digestOptions(b.Digest)
+	if v.Threads, err = s.threadOptions(ctx, id, types); err != nil {
+		return views.SettingsView{}, err
+	}
 	if q := b.QuietHours; q != nil {
 		v.QuietEnabled, v.QuietStart, v.QuietEnd = true, q.Start, q.End
 	}
@@ -322,6 +325,49 @@ func (s *Server) settingsView(ctx context.Context, page views.Page, name string,
 		c.Types = append(c.Types, row)
 	}
 	return v, nil
+}
+
+// threadOptions are the threads a recipient stopped, labelled with their
+// type's name and the event's batch key ("Comments · document:7").
+func (s *Server) threadOptions(ctx context.Context, id string, types []db.Type) ([]views.Option, error) {
+	threads, err := db.MutedThreads(ctx, s.DB.Pool, id)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for _, t := range types {
+		names[t.Key] = t.Name
+	}
+	out := make([]views.Option, len(threads))
+	for i, th := range threads {
+		label := th.BatchKey
+		if typ, key, ok := strings.Cut(th.BatchKey, "+"); ok && names[typ] != "" {
+			label = names[typ] + " · " + key
+		}
+		out[i] = views.Option{Value: th.BatchKey, Label: label}
+	}
+	return out, nil
+}
+
+// settingsUnmute turns a stopped thread back on from the settings page.
+func (s *Server) settingsUnmute(w http.ResponseWriter, r *http.Request) {
+	id := s.recipientID(w, r)
+	if id == "" {
+		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
+		return
+	}
+	ctx := r.Context()
+	err := s.DB.InTx(ctx, func(tx pgx.Tx) error {
+		return db.UndoUnsubscribe(ctx, tx, id, db.Undo{Thread: r.PostFormValue("thread")})
+	})
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	sess, _ := s.sessions.Get(r, recipientSession)
+	sess.AddFlash("Done: you will get emails about that conversation again.")
+	sess.Save(r, w)
+	http.Redirect(w, r, "/settings", http.StatusSeeOther)
 }
 
 // digestOptions are the weekday boxes (Monday first), the hourly periods

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -451,5 +452,38 @@ func TestSettingsDigestFieldsSayWhichDigest(t *testing.T) {
 		if !strings.Contains(name, word) {
 			t.Errorf("%s is read as %q, which does not say %q", field.AttrOr("name", ""), strings.Join(strings.Fields(name), " "), word)
 		}
+	}
+}
+
+// TestSettingsListsStoppedThreads: the conversations a recipient stopped
+// are listed on the settings page, and one click turns one back on.
+func TestSettingsListsStoppedThreads(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	ctx := context.Background()
+	for _, key := range []string{"comment+document:7", "comment+document:8"} {
+		if err := a.db.InTx(ctx, func(tx pgx.Tx) error { _, err := db.MuteThread(ctx, tx, "u_bob", key); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := browserClient(t)
+	getDoc(t, c, link)
+	_, doc := getDoc(t, c, a.srv.URL+"/settings")
+	var shown []string
+	doc.Find(`[data-testid="muted-threads"] [data-testid="unmute"]`).Each(func(_ int, s *goquery.Selection) { shown = append(shown, s.AttrOr("value", "")) })
+	if len(shown) != 2 || !strings.Contains(doc.Find(`[data-testid="muted-threads"]`).Text(), "document:7") {
+		t.Fatalf("stopped threads shown: %v", shown)
+	}
+	resp, doc := postDoc(t, c, a.srv.URL+"/settings/threads", url.Values{"thread": {"comment+document:7"}}, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(doc.Find(`[data-testid="flash"]`).Text(), "again") {
+		t.Fatalf("turning a thread back on: %d %q", resp.StatusCode, doc.Find(`[data-testid="flash"]`).Text())
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM muted_threads WHERE recipient_id = 'u_bob'"); n != 1 {
+		t.Fatalf("%d threads still stopped, want 1", n)
+	}
+	// Another recipient's session cannot turn bob's thread back on.
+	stranger := browserClient(t)
+	if resp, _ := postDoc(t, stranger, a.srv.URL+"/settings/threads", url.Values{"thread": {"comment+document:8"}}, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a session: %d", resp.StatusCode)
 	}
 }
