@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -63,20 +64,11 @@ func (l Locale) Dir() string { return direction(l.tag) }
 func (l Locale) TextChain() []string {
 	tags := chain(l.requested)
 	for _, t := range chain(l.tag) {
-		if !contains(tags, t) {
+		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
 	}
 	return tags
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // T returns the string id with data filled in. A key missing from every

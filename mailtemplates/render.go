@@ -9,7 +9,6 @@ import (
 	"mime/quotedprintable"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	texttemplate "text/template"
 	"time"
@@ -575,40 +574,6 @@ func ActorsIn(lang i18n.Locale, names []string, count int) string {
 	}
 	shown := names[:min(len(names), 2)]
 	return lang.List(shown, count-len(shown))
-}
-
-// plural writes "1 update" or "1,000 updates".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return groupDigits(n) + " " + many
-}
-
-// groupDigits writes 1000 as "1,000": a count is read at a glance.
-func groupDigits(n int) string {
-	s := strconv.Itoa(n)
-	start := 0
-	if n < 0 {
-		start = 1
-	}
-	if len(s)-start <= 3 {
-		return s
-	}
-	var b strings.Builder
-	b.WriteString(s[:start])
-	digits := s[start:]
-	head := len(digits) % 3
-	if head > 0 {
-		b.WriteString(digits[:head])
-	}
-	for i := head; i < len(digits); i += 3 {
-		if b.Len() > start {
-			b.WriteByte(',')
-		}
-		b.WriteString(digits[i : i+3])
-	}
-	return b.String()
 }
 
 // sinceLabel names the start of a digest in the recipient's zone: a time

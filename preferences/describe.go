@@ -35,7 +35,7 @@ func Describe(p Policy, s Schedule) string {
 		return fmt.Sprintf("One email a day at %s (%s)%s.", at, s.location(), whenQuietEnds(s.DailyAt, s.Quiet))
 	case Weekly:
 		at, nextDay := quietShift(s.WeeklyAt, s.Quiet)
-		days := s.weeklyDays()
+		days := s.WeeklyDaySet()
 		if nextDay {
 			// Rotate the set a day on, keeping the week's order.
 			days = (days<<1 | days>>6) & allDays

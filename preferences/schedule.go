@@ -240,7 +240,7 @@ func NextWeekly(after time.Time, s Schedule) time.Time {
 	loc := s.location()
 	local := after.In(loc)
 	y, m, d := local.Date()
-	days := s.weeklyDays()
+	days := s.WeeklyDaySet()
 	for i := 0; ; i++ {
 		if !days.Has(local.Weekday() + time.Weekday(i)) {
 			continue
@@ -251,8 +251,8 @@ func NextWeekly(after time.Time, s Schedule) time.Time {
 	}
 }
 
-// weeklyDays is the set of weekly digest days, never empty.
-func (s Schedule) weeklyDays() WeekdaySet {
+// WeeklyDaySet is the set of weekly digest days, never empty.
+func (s Schedule) WeeklyDaySet() WeekdaySet {
 	if s.WeeklyDays&allDays != 0 {
 		return s.WeeklyDays & allDays
 	}

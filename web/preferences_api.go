@@ -16,6 +16,7 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences"
+	"github.com/lull-dev/lull/preferences/batching"
 )
 
 // PreferencesBody is a recipient's preferences as the API shows and takes
@@ -194,7 +195,7 @@ func preferencesBody(r *db.Recipient, prefs map[string]db.TypePreference) Prefer
 			DailyAt:    preferences.TimeOfDay(r.DailyAt).String(),
 			WeeklyOn:   preferences.WeekdayName(time.Weekday(r.WeeklyOn)),
 			WeeklyAt:   preferences.TimeOfDay(r.WeeklyAt).String(),
-			WeeklyDays: weekdayNames(weeklyDays(r)),
+			WeeklyDays: weekdayNames(batching.Schedule(r).WeeklyDaySet()),
 			// As the engine reads them: a recipient built in code (never
 			// stored) has zeros, which mean the defaults.
 			EveryHours: cmp.Or(r.EveryHours, preferences.DefaultEveryHours),
@@ -257,14 +258,6 @@ func applyWeeklyDays(r *db.Recipient, d DigestBody, add func(field, msg string))
 		return
 	}
 	r.WeeklyDays, r.WeeklyOn = int(days), int(days.Days()[0])
-}
-
-// weeklyDays is a recipient's set of weekly digest days.
-func weeklyDays(r *db.Recipient) preferences.WeekdaySet {
-	if r.WeeklyDays != 0 {
-		return preferences.WeekdaySet(r.WeeklyDays)
-	}
-	return preferences.WeekdaySet(0).With(time.Weekday(r.WeeklyOn))
 }
 
 func weekdayNames(w preferences.WeekdaySet) []string {

@@ -94,9 +94,8 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
-	id := s.recipientID(w, r)
+	id := s.postingRecipient(w, r)
 	if id == "" {
-		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
 		return
 	}
 	ctx := r.Context()
@@ -145,11 +144,26 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
+	s.settingsDone(w, r, "Saved. Your new settings apply from now on.")
+}
+
+// settingsDone leaves msg for the settings page and goes back to it:
+// post/redirect/get, so reloading or going back never resubmits a form.
+func (s *Server) settingsDone(w http.ResponseWriter, r *http.Request, msg string) {
 	sess, _ := s.sessions.Get(r, recipientSession)
-	sess.AddFlash("Saved. Your new settings apply from now on.")
+	sess.AddFlash(msg)
 	sess.Save(r, w)
-	// Post/redirect/get: reloading or going back never resubmits the form.
 	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+}
+
+// postingRecipient is the recipient of a settings form's session, or ""
+// after answering that the session has ended.
+func (s *Server) postingRecipient(w http.ResponseWriter, r *http.Request) string {
+	id := s.recipientID(w, r)
+	if id == "" {
+		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
+	}
+	return id
 }
 
 // formPreferences reads the settings form into the API's shape, so both
@@ -207,7 +221,7 @@ func keepStoredDays(r *db.Recipient, d *DigestBody) {
 		return
 	}
 	if on, err := preferences.ParseWeekday(d.WeeklyOn); err == nil && on == time.Weekday(r.WeeklyOn) {
-		d.WeeklyOn, d.WeeklyDays = "", weekdayNames(weeklyDays(r))
+		d.WeeklyOn, d.WeeklyDays = "", weekdayNames(batching.Schedule(r).WeeklyDaySet())
 	}
 }
 
@@ -351,9 +365,8 @@ func (s *Server) threadOptions(ctx context.Context, id string, types []db.Type) 
 
 // settingsUnmute turns a stopped thread back on from the settings page.
 func (s *Server) settingsUnmute(w http.ResponseWriter, r *http.Request) {
-	id := s.recipientID(w, r)
+	id := s.postingRecipient(w, r)
 	if id == "" {
-		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
 		return
 	}
 	ctx := r.Context()
@@ -364,10 +377,7 @@ func (s *Server) settingsUnmute(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	sess, _ := s.sessions.Get(r, recipientSession)
-	sess.AddFlash("Done: you will get emails about that conversation again.")
-	sess.Save(r, w)
-	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+	s.settingsDone(w, r, "Done: you will get emails about that conversation again.")
 }
 
 // digestOptions are the weekday boxes (Monday first), the hourly periods
