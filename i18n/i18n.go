@@ -1,11 +1,13 @@
 // Package i18n speaks to each recipient in their own language: it resolves
 // the locale of an email or a page, and looks lull's own strings up in the
-// message catalogs under locales/, one JSON file per shipped locale in
-// go-i18n's format, plurals by CLDR's categories (one, few, many, ...).
+// message catalogs under locales/ in go-i18n's format, plurals by CLDR's
+// categories (one, few, many, ...). Each locale has a main file (de.json)
+// and may have one per area of the product (settings.de.json), so strings
+// of one page live together.
 //
-// English is the source catalog: every key exists in en.json, and the
-// catalog test fails when another shipped file misses a key or a plural
-// category its language needs. A locale that has no catalog of its own
+// English is the source catalog: every key exists in an English file, and
+// the catalog test fails when another shipped locale misses a key or a
+// plural category its language needs. A locale that has no catalog of its own
 // falls back along its parents (de-AT to de) and then to the default.
 package i18n
 

@@ -14,10 +14,13 @@ import (
 	"golang.org/x/text/language"
 )
 
-// catalog is one locale file as written: a key maps to a string or to
-// its plural forms.
+// catalog is one locale as written: a key maps to a string or to its
+// plural forms.
 type catalog map[string]any
 
+// readCatalogs merges each locale's files: "de.json" and any
+// "<area>.de.json" beside it. A key written in two files of one locale
+// is an error, since which one wins would depend on load order.
 func readCatalogs(t *testing.T) map[string]catalog {
 	t.Helper()
 	names, _ := fs.Glob(catalogFiles, "locales/*.json")
@@ -28,7 +31,17 @@ func readCatalogs(t *testing.T) map[string]catalog {
 		if err := json.Unmarshal(b, &c); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		out[strings.TrimSuffix(path.Base(name), ".json")] = c
+		lang := strings.TrimSuffix(path.Base(name), ".json")
+		lang = lang[strings.LastIndex(lang, ".")+1:]
+		if out[lang] == nil {
+			out[lang] = catalog{}
+		}
+		for k, v := range c {
+			if _, dup := out[lang][k]; dup {
+				t.Errorf("%s: %q is also in another %s file", name, k, lang)
+			}
+			out[lang][k] = v
+		}
 	}
 	return out
 }
