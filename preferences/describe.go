@@ -1,38 +1,45 @@
 package preferences
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lull-dev/lull/i18n"
 )
 
-// Describe says in words what will happen under policy p and schedule s,
-// for the settings page, so a recipient sees the consequence of a choice
-// and not only its parameters:
+// Describe says in English what will happen under policy p and schedule
+// s; DescribeIn says it in a recipient's language. The operator console
+// and the tests read the English:
 //
 //	Nothing by email.
 //	An email for each one, as it happens.
 //	You'll get one email 5 minutes after the last one, at most 1 hour after the first.
 //	One email a day at 08:00 (Europe/Berlin).
 //	One email every Monday at 08:00 (UTC).
+func Describe(p Policy, s Schedule) string { return DescribeIn(i18n.Locale{}, p, s) }
+
+// DescribeIn words p and s in l's language for the settings page, so a
+// recipient sees the consequence of a choice and not only its
+// parameters. The sentences are whole catalog entries (describe_*), so
+// each language orders its own words.
 //
 // It is built from the same rules as CloseTime, so it cannot promise what
 // the engine does not do: a cooldown whose max wait is no longer than its
 // window is described as the fixed window it is, Lead as "the first one at
-// once", and quiet hours as the time things actually go out. Describe
-// returns "" for a mode it does not know.
-func Describe(p Policy, s Schedule) string {
+// once", and quiet hours as the time things actually go out. It returns
+// "" for a mode it does not know.
+func DescribeIn(l i18n.Locale, p Policy, s Schedule) string {
+	zone := s.location().String()
 	switch p.Mode {
 	case Never:
-		return "Nothing by email."
+		return l.T("describe_never", nil)
 	case Immediate:
-		return "An email for each one, as it happens." + quietNote(s)
+		return l.T("describe_immediate", nil) + quietNote(l, s)
 	case Cooldown:
-		return describeCooldown(p) + quietNote(s)
+		return describeCooldown(l, p) + quietNote(l, s)
 	case Daily:
 		at, _ := quietShift(s.DailyAt, s.Quiet)
-		return fmt.Sprintf("One email a day at %s (%s)%s.", at, s.location(), whenQuietEnds(s.DailyAt, s.Quiet))
+		return l.T("describe_daily"+quietSuffix(s.DailyAt, s.Quiet), map[string]any{"Time": at.String(), "Zone": zone})
 	case Weekly:
 		at, nextDay := quietShift(s.WeeklyAt, s.Quiet)
 		days := s.WeeklyDaySet()
@@ -42,23 +49,25 @@ func Describe(p Policy, s Schedule) string {
 		}
 		var names []string
 		for _, d := range days.Days() {
-			names = append(names, capitalize(WeekdayName(d)))
+			names = append(names, l.Weekday(d))
 		}
-		return fmt.Sprintf("One email every %s at %s (%s)%s.", joinAnd(names), at, s.location(), whenQuietEnds(s.WeeklyAt, s.Quiet))
+		return l.T("describe_weekly"+quietSuffix(s.WeeklyAt, s.Quiet),
+			map[string]any{"Days": l.List(names, 0), "Time": at.String(), "Zone": zone})
 	case Hourly:
-		return describeHourly(s) + quietNote(s)
+		return describeHourly(l, s) + quietNote(l, s)
 	case Monthly:
 		at, nextDay := quietShift(s.MonthlyAt, s.Quiet)
-		day := fmt.Sprintf("on day %d", min(max(s.MonthlyDay, 1), 31))
+		// Quiet hours past midnight move it to the next day (the 1st
+		// after day 31), which the weekly days say by naming it.
+		key := "describe_month_day"
 		if nextDay {
-			// Quiet hours past midnight move it to the next day (the 1st
-			// after day 31), which the weekly days say by naming it.
-			day = "the day after day" + strings.TrimPrefix(day, "on day")
+			key = "describe_month_day_after"
 		}
 		if s.MonthlyDay >= 29 {
-			day += " (the last day in shorter months)"
+			key += "_short"
 		}
-		return fmt.Sprintf("One email a month, %s at %s (%s)%s.", day, at, s.location(), whenQuietEnds(s.MonthlyAt, s.Quiet))
+		day := l.T(key, map[string]any{"Day": l.Number(min(max(s.MonthlyDay, 1), 31))})
+		return l.T("describe_monthly"+quietSuffix(s.MonthlyAt, s.Quiet), map[string]any{"Day": day, "Time": at.String(), "Zone": zone})
 	}
 	return ""
 }
@@ -66,7 +75,7 @@ func Describe(p Policy, s Schedule) string {
 // describeHourly counts the emails a day as they go out: the slots inside
 // the quiet hours all leave together when those end, so they are one. A
 // grid of every hour names its minute rather than 24 times.
-func describeHourly(s Schedule) string {
+func describeHourly(l i18n.Locale, s Schedule) string {
 	slots := s.HourlyTimes()
 	sent := map[TimeOfDay]bool{}
 	var times []string
@@ -75,50 +84,44 @@ func describeHourly(s Schedule) string {
 		sent[at] = true
 		times = append(times, t.String())
 	}
-	when := "every " + humanDuration(time.Duration(24/len(slots))*time.Hour) + " at " + joinAnd(times)
-	if len(slots) == 24 {
-		when = "every hour at " + plural(int64(slots[0].minutes()), "minute") + " past"
-		if slots[0] == 0 {
-			when = "every hour on the hour"
-		}
+	data := map[string]any{"Zone": s.location().String()}
+	switch {
+	case len(slots) == 24 && slots[0] == 0:
+		return l.N("describe_hourly_on_the_hour", len(sent), data)
+	case len(slots) == 24:
+		data["Minutes"] = l.N("describe_minutes", slots[0].minutes(), nil)
+		return l.N("describe_hourly_past", len(sent), data)
 	}
-	return fmt.Sprintf("Up to %s a day, %s (%s).", plural(int64(len(sent)), "email"), when, s.location())
-}
-
-// joinAnd lists words the English way: "a", "a and b", "a, b and c".
-func joinAnd(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+	data["Period"] = HumanDuration(l, time.Duration(24/len(slots))*time.Hour)
+	data["Times"] = l.List(times, 0)
+	return l.N("describe_hourly", len(sent), data)
 }
 
 // describeCooldown words CooldownCloses: with a cap no longer than the
 // window the cap always decides, so the batch is a fixed window counted
 // from the first notification.
-func describeCooldown(p Policy) string {
-	var what string
+func describeCooldown(l i18n.Locale, p Policy) string {
+	key, data := "describe_cooldown", map[string]any{"Window": HumanDuration(l, p.Window)}
 	switch {
 	case p.MaxWait > 0 && p.MaxWait <= p.Window:
-		what = "one email " + humanDuration(p.MaxWait) + " after the first one"
+		key, data["Window"] = "describe_cooldown_fixed", HumanDuration(l, p.MaxWait)
 	case p.MaxWait > 0:
-		what = "one email " + humanDuration(p.Window) + " after the last one, at most " + humanDuration(p.MaxWait) + " after the first"
-	default:
-		what = "one email " + humanDuration(p.Window) + " after the last one"
+		key, data["MaxWait"] = "describe_cooldown_capped", HumanDuration(l, p.MaxWait)
 	}
 	if p.Lead {
-		return "The first one at once; after that, " + what + "."
+		key = strings.Replace(key, "cooldown", "lead", 1)
 	}
-	return "You'll get " + what + "."
+	return l.T(key, data)
 }
 
 // quietNote tells a recipient whose email can go out at any time that
-// their quiet hours hold it back.
-func quietNote(s Schedule) string {
+// their quiet hours hold it back. It starts with its own separator, as
+// the language puts one between sentences.
+func quietNote(l i18n.Locale, s Schedule) string {
 	if !s.Quiet.active() {
 		return ""
 	}
-	return fmt.Sprintf(" During your quiet hours (%s to %s) it waits until %s.", s.Quiet.Start, s.Quiet.End, s.Quiet.End)
+	return l.T("describe_quiet_note", map[string]any{"Start": s.Quiet.Start.String(), "End": s.Quiet.End.String()})
 }
 
 // quietShift is the local time a digest set for tod really goes out, and
@@ -132,39 +135,26 @@ func quietShift(tod TimeOfDay, q QuietHours) (TimeOfDay, bool) {
 	return TimeOfDay(q.End.minutes()), tomorrow
 }
 
-// whenQuietEnds explains a digest time that is not the one the recipient
-// chose.
-func whenQuietEnds(tod TimeOfDay, q QuietHours) string {
+// quietSuffix picks the sentence for a digest time that is not the one
+// the recipient chose, because quiet hours hold it until they end.
+func quietSuffix(tod TimeOfDay, q QuietHours) string {
 	if inside, _ := q.holds(tod); inside {
-		return ", when your quiet hours end"
+		return "_quiet"
 	}
 	return ""
 }
 
-// humanDuration writes d in the largest whole unit ("5 minutes", "1 hour",
-// "90 seconds"), which covers every preset and reads better than "1h30m".
-func humanDuration(d time.Duration) string {
+// HumanDuration writes d in the largest whole unit ("5 minutes", "1 hour",
+// "90 seconds"), which covers every preset and reads better than "1h30m";
+// the settings page words its choices of a wait with it.
+func HumanDuration(l i18n.Locale, d time.Duration) string {
 	switch {
 	case d >= time.Hour && d%time.Hour == 0:
-		return plural(int64(d/time.Hour), "hour")
+		return l.N("describe_hours", int(d/time.Hour), nil)
 	case d >= time.Minute && d%time.Minute == 0:
-		return plural(int64(d/time.Minute), "minute")
+		return l.N("describe_minutes", int(d/time.Minute), nil)
 	case d%time.Second == 0:
-		return plural(int64(d/time.Second), "second")
+		return l.N("describe_seconds", int(d/time.Second), nil)
 	}
 	return d.String()
-}
-
-func plural(n int64, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return strconv.FormatInt(n, 10) + " " + unit + "s"
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

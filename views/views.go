@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
+
+	"github.com/lull-dev/lull/i18n"
 )
 
 //go:embed zones.txt
@@ -31,6 +33,28 @@ type Page struct {
 	// recipient's page. Both are the host product's on recipient pages.
 	Suffix string
 	Brand  Brand
+	// Locale is the language of a recipient's page; the console's zero
+	// Locale speaks English.
+	Locale i18n.Locale
+}
+
+// T is the page's string id in its language, with data filled in.
+func (p Page) T(id string, data ...any) string { return p.Locale.T(id, pairs(data)) }
+
+// List joins names the way the page's language does ("A, B and C").
+func (p Page) List(names []string) string { return p.Locale.List(names, 0) }
+
+// pairs reads "Name", value, ... as a catalog entry's data, which keeps
+// the templates short.
+func pairs(kv []any) map[string]any {
+	if len(kv) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
 }
 
 // Option is one choice of a select or radio group.

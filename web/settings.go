@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -22,7 +23,8 @@ import (
 // in the address bar, the history or a Referer header.
 func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
 	if !s.linkLimiter.allow(clientIP(r), s.now()) {
-		s.message(w, r, http.StatusTooManyRequests, "Too many attempts", "Please wait a minute, then open the link from your email again.")
+		l := s.pageLocale(r, "")
+		s.localMessage(w, r, http.StatusTooManyRequests, l, "page_too_many", l.T("page_too_many_text", nil))
 		return
 	}
 	id, err := s.Links.Verify(r.URL.Query().Get("token"), mailtemplates.PurposeSettings, s.now())
@@ -30,7 +32,7 @@ func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
 		_, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
 	}
 	if err != nil {
-		s.badLink(w, r, err, "Links to your settings work for a few days: open the settings link in a newer email, or ask for a new one.")
+		s.badLink(w, r, err, "settings_link_next")
 		return
 	}
 	// A fresh session each time, so a session id planted before the link
@@ -46,14 +48,16 @@ func (s *Server) settingsEnter(w http.ResponseWriter, r *http.Request) {
 
 // badLink answers a settings or unsubscribe link that failed to verify:
 // one past its expiry, or one that is not whole or not genuine (or names
-// a recipient no longer known). next says what to do instead.
+// a recipient no longer known). next says what to do instead, as a
+// catalog key. The link names no recipient it can be trusted for, so the
+// page speaks the browser's language.
 func (s *Server) badLink(w http.ResponseWriter, r *http.Request, err error, next string) {
+	l := s.pageLocale(r, "")
 	if errors.Is(err, mailtemplates.ErrExpiredLink) {
-		s.message(w, r, http.StatusForbidden, "This link has expired", next)
+		s.localMessage(w, r, http.StatusForbidden, l, "page_link_expired", l.T(next, nil))
 		return
 	}
-	s.message(w, r, http.StatusForbidden, "This link is not valid",
-		"Links work only exactly as sent: if you copied this one, check that it is whole. "+next)
+	s.localMessage(w, r, http.StatusForbidden, l, "page_link_invalid", l.T("page_link_whole", map[string]any{"Next": l.T(next, nil)}))
 }
 
 // recipientID returns the recipient of the request's session, or "".
@@ -64,8 +68,8 @@ func (s *Server) recipientID(w http.ResponseWriter, r *http.Request) string {
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 	id := s.recipientID(w, r)
 	if id == "" {
-		s.message(w, r, http.StatusUnauthorized, "Open the link from your email",
-			"Your settings are reached through the link at the bottom of every email we send you.")
+		l := s.pageLocale(r, "")
+		s.localMessage(w, r, http.StatusUnauthorized, l, "settings_open_link", l.T("settings_open_link_text", nil))
 		return
 	}
 	rec, prefs, err := s.loadPreferences(r.Context(), id)
@@ -79,12 +83,14 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 		flash, _ = f[0].(string)
 		sess.Save(r, w)
 	}
-	v, err := s.settingsView(r.Context(), s.recipientPage(w, r, "Email settings"), rec.ID, rec.Name, preferencesBody(rec, prefs), nil)
+	l := s.pageLocale(r, rec.Locale)
+	v, err := s.settingsView(r.Context(), s.localPage(w, r, l, "settings_page_title"), rec.ID, rec.Name, preferencesBody(rec, prefs), nil)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
-	v.Flash = flash
+	// A flash is a catalog key; one left by an older version is its text.
+	v.Flash = l.T(flash, nil)
 	// UTC is what a recipient created without a zone has: the page offers
 	// the browser's zone instead (app.js), for the recipient to save.
 	v.GuessZone = rec.Timezone == "" || rec.Timezone == "UTC"
@@ -128,11 +134,12 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		return db.SavePreferences(ctx, tx, rec, withoutDefaults(rows, types))
 	})
 	if len(invalid) > 0 {
+		l := s.pageLocale(r, rec.Locale)
 		fields := map[string]string{}
 		for _, e := range invalid {
-			fields[e.Field] = e.Message
+			fields[e.Field] = fieldMessage(l, types, body, e.Field)
 		}
-		v, err := s.settingsView(ctx, s.recipientPage(w, r, "Email settings"), rec.ID, rec.Name, body, fields)
+		v, err := s.settingsView(ctx, s.localPage(w, r, l, "settings_page_title"), rec.ID, rec.Name, body, fields)
 		if err != nil {
 			s.pageError(w, r, err)
 			return
@@ -144,11 +151,12 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	s.settingsDone(w, r, "Saved. Your new settings apply from now on.")
+	s.settingsDone(w, r, "settings_flash_saved")
 }
 
-// settingsDone leaves msg for the settings page and goes back to it:
-// post/redirect/get, so reloading or going back never resubmits a form.
+// settingsDone leaves msg, a catalog key, for the settings page and goes
+// back to it: post/redirect/get, so reloading or going back never
+// resubmits a form. The page words it in the recipient's language.
 func (s *Server) settingsDone(w http.ResponseWriter, r *http.Request, msg string) {
 	sess, _ := s.sessions.Get(r, recipientSession)
 	sess.AddFlash(msg)
@@ -161,7 +169,8 @@ func (s *Server) settingsDone(w http.ResponseWriter, r *http.Request, msg string
 func (s *Server) postingRecipient(w http.ResponseWriter, r *http.Request) string {
 	id := s.recipientID(w, r)
 	if id == "" {
-		s.message(w, r, http.StatusUnauthorized, "Your session has ended", "Open the settings link from one of your emails again.")
+		l := s.pageLocale(r, "")
+		s.localMessage(w, r, http.StatusUnauthorized, l, "settings_session_ended", l.T("settings_session_ended_text", nil))
 	}
 	return id
 }
@@ -242,25 +251,56 @@ func digestNumber(s string) int {
 
 // formNotEmpty refuses a cleared time or zone, which the API reads as
 // "unchanged" but which on the form would save silently as something the
-// recipient did not see.
+// recipient did not see. Like every error of the form, it names only the
+// field: fieldMessage words it in the recipient's language.
 func formNotEmpty(b PreferencesBody) []FieldError {
 	var errs []FieldError
-	for _, f := range []struct{ name, value, msg string }{
-		{"digest.daily_at", b.Digest.DailyAt, "Choose a time for the daily digest."},
-		{"digest.weekly_at", b.Digest.WeeklyAt, "Choose a time for the weekly digest."},
-		{"timezone", b.Timezone, "Choose your time zone."},
-	} {
-		if f.value == "" {
-			errs = append(errs, FieldError{f.name, f.msg})
+	for name, value := range map[string]string{"digest.daily_at": b.Digest.DailyAt, "digest.weekly_at": b.Digest.WeeklyAt, "timezone": b.Timezone} {
+		if value == "" {
+			errs = append(errs, FieldError{Field: name})
 		}
 	}
 	if b.Digest.MonthlyAt == "-" {
-		errs = append(errs, FieldError{"digest.monthly_at", "Choose a time for the monthly digest."})
+		errs = append(errs, FieldError{Field: "digest.monthly_at"})
 	}
 	if b.Digest.WeeklyDays != nil && len(b.Digest.WeeklyDays) == 0 {
-		errs = append(errs, FieldError{"digest.weekly_days", "Choose at least one day for the weekly digest."})
+		errs = append(errs, FieldError{Field: "digest.weekly_days"})
 	}
 	return errs
+}
+
+// fieldErrorKeys word what is wrong with a form field, whichever check
+// refused it: the form offers only valid choices, so a refusal means a
+// field left empty or a hand-made request, and the remedy is the same.
+var fieldErrorKeys = map[string]string{
+	"timezone": "settings_error_timezone", "digest.daily_at": "settings_error_daily_at",
+	"digest.weekly_at": "settings_error_weekly_at", "digest.monthly_at": "settings_error_monthly_at",
+	"digest.weekly_days": "settings_error_weekly_days", "digest.weekly_on": "settings_error_weekly_days",
+	"digest.every_hours": "settings_error_every_hours", "digest.monthly_day": "settings_error_monthly_day",
+	"quiet_hours.start": "settings_error_quiet_start", "quiet_hours.end": "settings_error_quiet_end",
+	"quiet_hours": "settings_error_quiet_hours",
+}
+
+// fieldMessage is the message shown next to a refused field of the
+// settings form, in l's language; a type's fields name the type.
+func fieldMessage(l i18n.Locale, types []db.Type, b PreferencesBody, field string) string {
+	if key, ok := fieldErrorKeys[field]; ok {
+		return l.T(key, nil)
+	}
+	key, part, _ := strings.Cut(strings.TrimPrefix(field, "types."), ".")
+	for _, t := range types {
+		if t.Key != key {
+			continue
+		}
+		data := map[string]any{"Type": t.TextsIn(l.TextChain()).Name}
+		switch {
+		case part == "mode" && t.Required && b.Types[key].Mode == string(preferences.Never):
+			return l.T("settings_error_required", data)
+		case part == "window" || part == "max_wait" || part == "mode":
+			return l.T("settings_error_"+part, data)
+		}
+	}
+	return l.T("settings_error_other", nil)
 }
 
 // requiredNotOff refuses "never" for a required type, which the form does
@@ -269,7 +309,7 @@ func requiredNotOff(types []db.Type, b PreferencesBody) []FieldError {
 	var errs []FieldError
 	for _, t := range types {
 		if t.Required && b.Types[t.Key].Mode == string(preferences.Never) {
-			errs = append(errs, FieldError{"types." + t.Key + ".mode", "This type is required and cannot be turned off."})
+			errs = append(errs, FieldError{Field: "types." + t.Key + ".mode"})
 		}
 	}
 	return errs
@@ -295,15 +335,10 @@ func withoutDefaults(rows []db.TypePreference, types []db.Type) []db.TypePrefere
 	return out
 }
 
-var modeLabels = []views.Option{
-	{Value: "immediate", Label: "At once"},
-	{Value: "cooldown", Label: "Bundled"},
-	{Value: "hourly", Label: "Every few hours"},
-	{Value: "daily", Label: "Daily digest"},
-	{Value: "weekly", Label: "Weekly digest"},
-	{Value: "monthly", Label: "Monthly digest"},
-	{Value: "never", Label: "Never"},
-}
+// modes are the choices of a type's row, in order; each is labelled by
+// the catalog's settings_mode_<mode>.
+var modes = []preferences.Mode{preferences.Immediate, preferences.Cooldown, preferences.Hourly, preferences.Daily,
+	preferences.Weekly, preferences.Monthly, preferences.Never}
 
 var windowPresets = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
 var maxWaitPresets = []time.Duration{15 * time.Minute, time.Hour, 4 * time.Hour, 24 * time.Hour, 0}
@@ -315,22 +350,27 @@ func (s *Server) settingsView(ctx context.Context, page views.Page, id, name str
 	if err != nil {
 		return views.SettingsView{}, err
 	}
+	l := page.Locale
+	for i := range types {
+		texts := types[i].TextsIn(l.TextChain())
+		types[i].Name, types[i].Description = texts.Name, texts.Description
+	}
 	v := views.SettingsView{
 		Page: page, RecipientName: name, Errors: errs,
 		Timezone: b.Timezone, Zones: views.Zones(),
 		DailyAt: b.Digest.DailyAt, WeeklyAt: b.Digest.WeeklyAt, MonthlyAt: strings.Trim(b.Digest.MonthlyAt, "-"), Unsubscribed: b.Unsubscribed,
 		QuietStart: "22:00", QuietEnd: "07:00",
 	}
-	v.WeeklyDays, v.EveryHours, v.MonthlyDays = digestOptions(b.Digest)
+	v.WeeklyDays, v.EveryHours, v.MonthlyDays = digestOptions(l, b.Digest)
 	if v.Threads, err = s.threadOptions(ctx, id, types); err != nil {
 		return views.SettingsView{}, err
 	}
 	if q := b.QuietHours; q != nil {
 		v.QuietEnabled, v.QuietStart, v.QuietEnd = true, q.Start, q.End
 	}
-	sched := previewSchedule(b)
+	sched := previewSchedule(l, b)
 	for _, t := range types {
-		row := typeRow(t, b.Types[t.Key], b.Unsubscribed, sched)
+		row := typeRow(l, t, b.Types[t.Key], b.Unsubscribed, sched)
 		v.HasRequired = v.HasRequired || t.Required
 		if n := len(v.Categories); n == 0 || v.Categories[n-1].Name != t.Category {
 			v.Categories = append(v.Categories, views.CategoryView{Name: t.Category})
@@ -377,36 +417,38 @@ func (s *Server) settingsUnmute(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	s.settingsDone(w, r, "Done: you will get emails about that conversation again.")
+	s.settingsDone(w, r, "settings_flash_unmuted")
 }
 
 // digestOptions are the weekday boxes (Monday first), the hourly periods
 // and the days of the month, each with the body's choice selected.
-func digestOptions(d DigestBody) (days, hours, monthDays []views.Option) {
+func digestOptions(l i18n.Locale, d DigestBody) (days, hours, monthDays []views.Option) {
 	chosen := d.WeeklyDays
 	if chosen == nil {
 		chosen = []string{d.WeeklyOn}
 	}
 	for i := range 7 {
-		n := preferences.WeekdayName(time.Weekday((i + 1) % 7))
-		days = append(days, views.Option{Value: n, Label: strings.ToUpper(n[:1]) + n[1:], Selected: slices.Contains(chosen, n)})
+		day := time.Weekday((i + 1) % 7)
+		n := preferences.WeekdayName(day)
+		days = append(days, views.Option{Value: n, Label: l.Weekday(day), Selected: slices.Contains(chosen, n)})
 	}
 	for _, h := range preferences.EveryHoursChoices {
-		hours = append(hours, views.Option{Value: itoa(h), Label: plural(h, "hour"), Selected: h == d.EveryHours})
+		hours = append(hours, views.Option{Value: itoa(h), Label: preferences.HumanDuration(l, time.Duration(h)*time.Hour), Selected: h == d.EveryHours})
 	}
 	for day := 1; day <= 31; day++ {
-		label := "day " + itoa(day)
+		key := "settings_month_day"
 		if day == 31 {
-			label = "the last day"
+			key = "settings_month_last_day"
 		} else if day >= 29 {
-			label += " (or the last day)"
+			key = "settings_month_day_or_last"
 		}
+		label := l.T(key, map[string]any{"Day": l.Number(day)})
 		monthDays = append(monthDays, views.Option{Value: itoa(day), Label: label, Selected: day == d.MonthlyDay})
 	}
 	return days, hours, monthDays
 }
 
-func typeRow(t db.Type, p TypePref, unsubscribed bool, sched preferences.Schedule) views.TypeRow {
+func typeRow(l i18n.Locale, t db.Type, p TypePref, unsubscribed bool, sched preferences.Schedule) views.TypeRow {
 	mode := p.Mode
 	if mode == "" {
 		mode = t.DefaultMode
@@ -419,30 +461,29 @@ func typeRow(t db.Type, p TypePref, unsubscribed bool, sched preferences.Schedul
 		maxWait = d
 	}
 	row := views.TypeRow{Key: t.Key, Name: t.Name, Description: t.Description, Required: t.Required,
-		Windows: durationOptions(windowPresets, window, p.Window), MaxWaits: durationOptions(maxWaitPresets, maxWait, p.MaxWait)}
-	for _, m := range modeLabels {
-		m.Selected = m.Value == mode
-		m.Disabled = t.Required && m.Value == string(preferences.Never)
-		row.Modes = append(row.Modes, m)
+		Windows: durationOptions(l, windowPresets, window, p.Window), MaxWaits: durationOptions(l, maxWaitPresets, maxWait, p.MaxWait)}
+	for _, m := range modes {
+		row.Modes = append(row.Modes, views.Option{Value: string(m), Label: l.T("settings_mode_"+string(m), nil),
+			Selected: string(m) == mode, Disabled: t.Required && m == preferences.Never})
 	}
 	o := &preferences.Override{Mode: preferences.Mode(mode), Window: &window, MaxWait: &maxWait}
-	row.Preview = preferences.Describe(preferences.Effective(batching.TypeDefaults(&t), o, unsubscribed), sched)
+	row.Preview = preferences.DescribeIn(l, preferences.Effective(batching.TypeDefaults(&t), o, unsubscribed), sched)
 	return row
 }
 
 // durationOptions offers the presets plus the current value; a value the
 // form sent that does not parse is kept selectable, so the error next to
 // it shows what was sent.
-func durationOptions(presets []time.Duration, current time.Duration, raw string) []views.Option {
+func durationOptions(l i18n.Locale, presets []time.Duration, current time.Duration, raw string) []views.Option {
 	var opts []views.Option
 	found := false
 	for _, d := range presets {
 		sel := d == current
 		found = found || sel
-		opts = append(opts, views.Option{Value: preferences.FormatDuration(d), Label: durationLabel(d), Selected: sel})
+		opts = append(opts, views.Option{Value: preferences.FormatDuration(d), Label: durationLabel(l, d), Selected: sel})
 	}
 	if !found {
-		opts = append(opts, views.Option{Value: preferences.FormatDuration(current), Label: durationLabel(current), Selected: true})
+		opts = append(opts, views.Option{Value: preferences.FormatDuration(current), Label: durationLabel(l, current), Selected: true})
 	}
 	if raw != "" {
 		if _, err := time.ParseDuration(raw); err != nil && raw != "0" {
@@ -452,16 +493,11 @@ func durationOptions(presets []time.Duration, current time.Duration, raw string)
 	return opts
 }
 
-func durationLabel(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "no limit"
-	case d%time.Hour == 0:
-		return plural(int(d/time.Hour), "hour")
-	case d%time.Minute == 0:
-		return plural(int(d/time.Minute), "minute")
+func durationLabel(l i18n.Locale, d time.Duration) string {
+	if d == 0 {
+		return l.T("settings_no_limit", nil)
 	}
-	return plural(int(d/time.Second), "second")
+	return preferences.HumanDuration(l, d)
 }
 
 func plural(n int, unit string) string {
@@ -471,11 +507,11 @@ func plural(n int, unit string) string {
 	return itoa(n) + " " + unit + "s"
 }
 
-func previewSchedule(b PreferencesBody) preferences.Schedule {
+func previewSchedule(l i18n.Locale, b PreferencesBody) preferences.Schedule {
 	if checkZone(b.Timezone) != "" {
 		// Described in UTC, a zone that is not one would read as chosen.
-		s := previewSchedule(PreferencesBody{Timezone: "UTC", Digest: b.Digest, QuietHours: b.QuietHours})
-		s.Location = time.FixedZone("your time zone, once it is valid", 0)
+		s := previewSchedule(l, PreferencesBody{Timezone: "UTC", Digest: b.Digest, QuietHours: b.QuietHours})
+		s.Location = time.FixedZone(l.T("settings_zone_invalid", nil), 0)
 		return s
 	}
 	r := &db.Recipient{Timezone: b.Timezone, DailyAt: 480, WeeklyOn: 1, WeeklyAt: 480,

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/views"
 )
@@ -21,8 +22,9 @@ import (
 // purposeUndo signs the undo button of an unsubscribe's page.
 const purposeUndo = "unsubscribe-undo"
 
-// unsubscribeNext is what to do about an unsubscribe link that fails.
-const unsubscribeNext = "Unsubscribe links work for a while after their email was sent: use the link in a newer email, or its settings link."
+// unsubscribeNext is what to do about an unsubscribe link that fails (a
+// catalog key).
+const unsubscribeNext = "unsub_link_next"
 
 // unsubscribeOneClick is the RFC 8058 endpoint of List-Unsubscribe, and
 // the target of the confirmation page's button. A mail client POSTs
@@ -88,13 +90,14 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 // settings link's expiry, see Links.SettingsDeadline), the page links to
 // the recipient's settings, and so does the page after an undo.
 func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r *http.Request, u *db.Unsubscribed, settings time.Time) (views.UnsubscribedView, error) {
-	v := views.UnsubscribedView{Page: s.recipientPage(w, r, "Unsubscribed"), Email: u.Recipient.Email, All: u.All}
+	l := s.pageLocale(r, u.Recipient.Locale)
+	v := views.UnsubscribedView{Page: s.localPage(w, r, l, "unsub_done_title"), Email: u.Recipient.Email, All: u.All}
 	data := u.Encode()
 	if s.now().Before(settings) {
 		v.SettingsURL = s.settingsLink(u.Recipient.ID)
 		data += "&settings=" + strconv.FormatInt(settings.Unix(), 10)
 	}
-	names, err := s.typeNames(ctx)
+	names, err := s.typeNames(ctx, l)
 	if err != nil {
 		return v, err
 	}
@@ -116,7 +119,7 @@ func (s *Server) unsubscribedView(ctx context.Context, w http.ResponseWriter, r 
 func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 	id, data, err := s.Links.VerifyData(r.URL.Query().Get("token"), purposeUndo, s.now())
 	if err != nil {
-		s.badLink(w, r, err, "Open the settings link from one of your emails to change what you get.")
+		s.badLink(w, r, err, "unsub_undo_next")
 		return
 	}
 	u, err := db.DecodeUndo(data)
@@ -131,11 +134,11 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	title := "Subscribed again"
+	title := "unsub_subscribed_again"
 	if rec.Unsubscribed {
-		title = "Undone"
+		title = "unsub_undone"
 	}
-	v := views.UnsubscribedView{Page: s.recipientPage(w, r, title), Email: rec.Email, Undone: true,
+	v := views.UnsubscribedView{Page: s.localPage(w, r, s.pageLocale(r, rec.Locale), title), Email: rec.Email, Undone: true,
 		StillAll: rec.Unsubscribed}
 	q, _ := url.ParseQuery(data)
 	if until, err := strconv.ParseInt(q.Get("settings"), 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
@@ -163,12 +166,13 @@ func (s *Server) unsubscribeConfirm(w http.ResponseWriter, r *http.Request) {
 		s.badLink(w, r, err, unsubscribeNext)
 		return
 	}
-	names, err := s.typeNames(r.Context())
+	l := s.pageLocale(r, rec.Locale)
+	names, err := s.typeNames(r.Context(), l)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
-	v := views.UnsubscribeView{Page: s.recipientPage(w, r, "Unsubscribe"), Email: rec.Email,
+	v := views.UnsubscribeView{Page: s.localPage(w, r, l, "unsub_title"), Email: rec.Email,
 		Action: "/unsubscribe?" + url.Values{"token": {token}}.Encode()}
 	for _, k := range mailtemplates.UnsubscribeTypes(data) {
 		v.Types = append(v.Types, names(k))
@@ -185,15 +189,16 @@ func threadType(batchKey string) string {
 	return key
 }
 
-// typeNames returns a function naming a type as the settings page does.
-func (s *Server) typeNames(ctx context.Context) (func(key string) string, error) {
+// typeNames returns a function naming a type as the settings page does,
+// in l's language.
+func (s *Server) typeNames(ctx context.Context, l i18n.Locale) (func(key string) string, error) {
 	types, err := db.ListTypes(ctx, s.DB.Bun)
 	if err != nil {
 		return nil, err
 	}
 	byKey := make(map[string]string, len(types))
 	for _, t := range types {
-		byKey[t.Key] = t.Name
+		byKey[t.Key] = t.TextsIn(l.TextChain()).Name
 	}
 	return func(key string) string {
 		if n := byKey[key]; n != "" {
