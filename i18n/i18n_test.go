@@ -181,6 +181,13 @@ func TestResolve(t *testing.T) {
 		{"not a tag!", "ja", "en", "ja", "ja", []string{"ja"}},
 		{"", "garbage;;q=", "", "en", "en", []string{"en"}},
 		{"ar-EG", "", "en", "ar", "ar-EG", []string{"ar-EG", "ar"}},
+		// English is served to an en-GB recipient or browser, not the default.
+		{"en-GB", "", "de", "en", "en-GB", []string{"en-GB", "en-001", "en"}},
+		{"", "en-GB, de;q=0.5", "de", "en", "en-GB", []string{"en-GB", "en-001", "en"}},
+		// A stored locale no catalog serves yields to the browser's.
+		{"ko", "ja, en;q=0.5", "en", "ja", "ko", []string{"ko", "ja"}},
+		{"", "de;q=0.1, fr;q=0.9", "en", "fr", "fr", []string{"fr"}},
+		{"", "*", "es", "es", "mul", []string{"mul", "es"}},
 	}
 	for _, c := range cases {
 		l := Resolve(c.recipient, c.accept, c.def)

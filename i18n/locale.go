@@ -27,20 +27,29 @@ var matcher = language.NewMatcher(Shipped())
 // emails), else def (LULL_DEFAULT_LOCALE). Each is matched to the
 // closest shipped catalog the way CLDR does it, so de-AT is served by de
 // and pt by pt-BR; what no catalog serves falls back to def, then English.
+// A stored locale no catalog serves ("ko") yields to the browser's
+// languages before def: the page is more likely read in one of those.
 func Resolve(recipient, accept, def string) Locale {
 	var want []language.Tag
 	if t := clean(recipient); t != language.Und {
 		want = append(want, t)
-	} else {
-		want = append(want, acceptLanguage(accept)...)
 	}
+	want = append(want, acceptLanguage(accept)...)
 	d := clean(def)
 	if d == language.Und {
 		d = language.English
 	}
 	want = append(want, d, language.English)
-	_, i, _ := matcher.Match(want...)
-	served := Shipped()[i]
+	served := language.English
+	for _, t := range want {
+		// One tag at a time: given the whole list, the matcher passes
+		// over English (the catalogs' default) for an exact match further
+		// down, serving German to an en-GB recipient when the default is de.
+		if _, i, c := matcher.Match(t); c != language.No {
+			served = Shipped()[i]
+			break
+		}
+	}
 	return Locale{requested: want[0], tag: served, loc: goi18n.NewLocalizer(bundle, served.String())}
 }
 
