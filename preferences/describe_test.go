@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lull-dev/lull/i18n"
 )
 
 func TestDescribe(t *testing.T) {
@@ -62,6 +64,10 @@ func TestDescribeMatchesCloseTime(t *testing.T) {
 		"NightQuietHours": {Start: 22 * 60, End: 7 * 60, Enabled: true},
 		"DayQuietHours":   {Start: 9 * 60, End: 17 * 60, Enabled: true},
 	}
+	var locales []i18n.Locale
+	for _, tag := range i18n.Shipped() {
+		locales = append(locales, i18n.Resolve(tag.String(), "", ""))
+	}
 	for name, q := range quiets {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -77,8 +83,46 @@ func TestDescribeMatchesCloseTime(t *testing.T) {
 					if !strings.Contains(text, want) {
 						t.Fatalf("%s at %s: %q, but it closes %s", mode, at, text, closes.Format(localFormat))
 					}
+					// Every language names the same time and day.
+					for _, l := range locales {
+						text := DescribeIn(l, Policy{Mode: mode}, s)
+						if !strings.Contains(text, closes.Format("15:04")) || mode == Weekly && !strings.Contains(text, l.Weekday(closes.Weekday())) {
+							t.Fatalf("%s %s at %s: %q, but it closes %s", l.Tag(), mode, at, text, closes.Format(localFormat))
+						}
+					}
 				}
 			}
 		})
+	}
+}
+
+// TestDescribeInLocale: the settings page's sentences in a recipient's
+// language, with its plural forms, weekday names and lists.
+func TestDescribeInLocale(t *testing.T) {
+	t.Parallel()
+	berlin := zone(t, "Europe/Berlin")
+	s := Schedule{Location: berlin, DailyAt: 8 * 60, WeeklyAt: 9 * 60, EveryHours: 4,
+		WeeklyDays: WeekdaySet(0).With(time.Monday).With(time.Thursday)}
+	quiet := s
+	quiet.Quiet = QuietHours{Start: 22 * 60, End: 7 * 60, Enabled: true}
+	cases := []struct {
+		locale string
+		p      Policy
+		s      Schedule
+		want   string
+	}{
+		{"de-AT", Policy{Mode: Weekly}, s, "Eine E-Mail jeden Montag und Donnerstag um 09:00 (Europe/Berlin)."},
+		{"de", Policy{Mode: Cooldown, Window: time.Minute, MaxWait: 4 * time.Hour}, s, "Sie erhalten eine E-Mail 1 Minute nach der letzten, höchstens 4 Stunden nach der ersten."},
+		{"fr", Policy{Mode: Immediate}, quiet, "Un e-mail pour chacune, dès qu’elle arrive. Pendant vos heures calmes (22:00 à 07:00), il attend jusqu’à 07:00."},
+		{"ru", Policy{Mode: Cooldown, Window: 5 * time.Minute}, s, "Вы получите одно письмо через 5 минут после последнего."},
+		{"ru", Policy{Mode: Cooldown, Window: 2 * time.Minute}, s, "Вы получите одно письмо через 2 минуты после последнего."},
+		{"ja", Policy{Mode: Daily}, s, "毎日 08:00（Europe/Berlin）にメールが 1 通届きます。"},
+		{"ar", Policy{Mode: Cooldown, Window: 2 * time.Hour}, s, "ستصلك رسالة واحدة عندما تمضي ساعتان على آخر إشعار."},
+		{"es", Policy{Mode: Hourly}, s, "Hasta 6 correos al día, cada 4 horas a las 00:00, 04:00, 08:00, 12:00, 16:00 y 20:00 (Europe/Berlin)."},
+	}
+	for _, c := range cases {
+		if got := DescribeIn(i18n.Resolve(c.locale, "", "en"), c.p, c.s); got != c.want {
+			t.Errorf("%s %s:\n got %q\nwant %q", c.locale, c.p.Mode, got, c.want)
+		}
 	}
 }

@@ -115,7 +115,7 @@ func TestSettingsSpeakTheRecipientsLocale(t *testing.T) {
 // TestSettingsFollowTheBrowsersLanguage: a recipient without a stored
 // locale gets the page in the language the browser prefers, by its
 // q-values; one the catalogs do not have, or a header that is not one,
-// gets the default (English here).
+// gets LULL_DEFAULT_LOCALE (English, then German here).
 func TestSettingsFollowTheBrowsersLanguage(t *testing.T) {
 	t.Parallel()
 	a, link := localeSetup(t, "")
@@ -134,6 +134,11 @@ func TestSettingsFollowTheBrowsersLanguage(t *testing.T) {
 		if lang, h1 := doc.Find("html").AttrOr("lang", ""), doc.Find("h1").Text(); lang != c.lang || h1 != c.h1 || first != c.monday {
 			t.Errorf("Accept-Language %.40q: lang %q, h1 %q, Monday %q; want %q, %q, %q", c.accept, lang, h1, first, c.lang, c.h1, c.monday)
 		}
+	}
+	// Where the browser asks for nothing shipped, LULL_DEFAULT_LOCALE speaks.
+	a.web.DefaultLocale = "de"
+	if _, doc := getDoc(t, langClient("ko-KR"), link); doc.Find("html").AttrOr("lang", "") != "de" {
+		t.Errorf("a Korean browser with the default de gets %q", doc.Find("html").AttrOr("lang", ""))
 	}
 	// A stored locale that no catalog serves yields to the browser's.
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"bob@example.com","locale":"ko"}`, 200)
