@@ -15,8 +15,10 @@ func (s *Server) pageLocale(r *http.Request, recipient string) i18n.Locale {
 }
 
 // localPage is recipientPage in l's language, its title the catalog's
-// titleKey.
+// titleKey. The page may follow the browser's language, which a cache
+// must therefore tell apart.
 func (s *Server) localPage(w http.ResponseWriter, r *http.Request, l i18n.Locale, titleKey string) views.Page {
+	w.Header().Add("Vary", "Accept-Language")
 	p := s.recipientPage(w, r, l.T(titleKey, nil))
 	p.Locale = l
 	return p

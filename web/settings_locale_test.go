@@ -137,7 +137,11 @@ func TestSettingsFollowTheBrowsersLanguage(t *testing.T) {
 	}
 	// Where the browser asks for nothing shipped, LULL_DEFAULT_LOCALE speaks.
 	a.web.DefaultLocale = "de"
-	if _, doc := getDoc(t, langClient("ko-KR"), link); doc.Find("html").AttrOr("lang", "") != "de" {
+	resp, doc := getDoc(t, langClient("ko-KR"), link)
+	if vary := resp.Header.Get("Vary"); !strings.Contains(vary, "Accept-Language") {
+		t.Errorf("Vary: %q; a cache could serve one browser's language to another", vary)
+	}
+	if doc.Find("html").AttrOr("lang", "") != "de" {
 		t.Errorf("a Korean browser with the default de gets %q", doc.Find("html").AttrOr("lang", ""))
 	}
 	// A stored locale that no catalog serves yields to the browser's.
