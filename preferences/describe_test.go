@@ -116,9 +116,18 @@ func TestDescribeInLocale(t *testing.T) {
 		{"fr", Policy{Mode: Immediate}, quiet, "Un e-mail pour chacune, dès qu’elle arrive. Pendant vos heures calmes (22:00 à 07:00), il attend jusqu’à 07:00."},
 		{"ru", Policy{Mode: Cooldown, Window: 5 * time.Minute}, s, "Вы получите одно письмо через 5 минут после последнего."},
 		{"ru", Policy{Mode: Cooldown, Window: 2 * time.Minute}, s, "Вы получите одно письмо через 2 минуты после последнего."},
-		{"ja", Policy{Mode: Daily}, s, "毎日 08:00（Europe/Berlin）にメールが 1 通届きます。"},
+		{"ja", Policy{Mode: Daily}, s, "毎日 08:00(Europe/Berlin)にメールが 1 通届きます。"},
 		{"ar", Policy{Mode: Cooldown, Window: 2 * time.Hour}, s, "ستصلك رسالة واحدة عندما تمضي ساعتان على آخر إشعار."},
 		{"es", Policy{Mode: Hourly}, s, "Hasta 6 correos al día, cada 4 horas a las 00:00, 04:00, 08:00, 12:00, 16:00 y 20:00 (Europe/Berlin)."},
+	}
+	// The settings page's script swaps the zone of every sentence when
+	// another is picked, looking for it in ASCII parentheses.
+	for _, tag := range i18n.Shipped() {
+		for _, m := range []Mode{Hourly, Daily, Weekly, Monthly} {
+			if got := DescribeIn(i18n.Resolve(tag.String(), "", ""), Policy{Mode: m}, quiet); !strings.Contains(got, "(Europe/Berlin)") {
+				t.Errorf("%s %s: %q does not say (Europe/Berlin)", tag, m, got)
+			}
+		}
 	}
 	for _, c := range cases {
 		if got := DescribeIn(i18n.Resolve(c.locale, "", "en"), c.p, c.s); got != c.want {
