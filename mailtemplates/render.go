@@ -532,12 +532,17 @@ func actorsOf(items []Item) ([]string, int) {
 // Heading is a group's heading exactly as an email shows it ("Alice and 4
 // others commented on Q3 plan"), so the in-app feed and the email never
 // disagree. A group whose texts do not parse falls back to its type name.
-func Heading(g Group, loc *time.Location) string {
+func Heading(g Group, loc *time.Location) string { return HeadingIn(g, loc, i18n.Locale{}) }
+
+// HeadingIn is Heading in a language: its list form, plurals and dates.
+// g's type texts should be those of the same language
+// (batching.TemplateTypeIn), as an email's are.
+func HeadingIn(g Group, loc *time.Location, lang i18n.Locale) string {
 	if loc == nil {
 		loc = time.UTC
 	}
 	var cache textCache
-	gv, err := renderGroup(g, loc, i18n.Locale{}, &cache)
+	gv, err := renderGroup(g, loc, lang, &cache)
 	if err != nil {
 		return g.Type.Name
 	}

@@ -1,0 +1,83 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// TestInlineRecipientLocale: a recipient given inline in an event carries
+// a locale, stored in canonical form and used for their email; an event
+// that leaves it out keeps the stored one, and a bad one is refused
+// naming the entry.
+func TestInlineRecipientLocale(t *testing.T) {
+	t.Parallel()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"texts":{"de":{"group_text":"{{actors}} hat kommentiert|{{actors}} haben {{count}}-mal kommentiert"}}}`, 200)
+	event := func(recipient string) string {
+		return `{"type":"comment","actor":{"id":"alice","name":"Alice"},"object":{"title":"Q3 plan"},"recipients":[` + recipient + `]}`
+	}
+	res := a.mustCall(t, "POST", "/api/v1/events", event(`{"id":"u_dora","email":"dora@example.com","locale":"de-at"}`), 202)
+	stored := func() *db.Recipient {
+		t.Helper()
+		r, err := db.GetRecipient(context.Background(), a.db.Bun, "u_dora")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if got := stored().Locale; got != "de-AT" {
+		t.Fatalf("stored locale %q, want de-AT", got)
+	}
+	// Named again without a locale, and as a bare id: the stored one stays.
+	a.mustCall(t, "POST", "/api/v1/events", event(`{"id":"u_dora","name":"Dora"}`), 202)
+	a.mustCall(t, "POST", "/api/v1/events", event(`"u_dora"`), 202)
+	if rec := stored(); rec.Locale != "de-AT" || rec.Name != "Dora" {
+		t.Fatalf("after an event without a locale: %v, want de-AT kept and the name set", rec)
+	}
+
+	id := int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
+	a.mustCall(t, "POST", "/api/v1/batches/"+itoa(id)+"/flush", "", 202)
+	a.workFlush(t, id)
+	out, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 1)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("outbox: %v, %d emails", err, len(out))
+	}
+	if !strings.Contains(out[0].Text, "haben 3-mal kommentiert") || !strings.Contains(out[0].Text, "Abmelden") {
+		t.Fatalf("the email of a de-AT recipient is not German:\n%s", out[0].Text)
+	}
+
+	long := strings.Repeat("a", 100_000)
+	for _, bad := range []string{`"english!"`, `"und"`, `"` + long + `"`, `7`, `"de-"`} {
+		body := event(`"u_dora",{"id":"u_x","locale":` + bad + `}`)
+		if got, p := a.call(t, "POST", "/api/v1/events", body); got != 422 || fieldOf(p) != "recipients[1].locale" {
+			t.Errorf("locale %.40s: status %d, field %q, want 422 naming recipients[1].locale", bad, got, fieldOf(p))
+		}
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM recipients WHERE id = 'u_x'"); n != 0 {
+		t.Fatal("a refused event stored its recipient")
+	}
+}
+
+// TestFeedHeadingInRecipientLocale: a feed group's heading is the one the
+// recipient's email would show, in their language: the type's texts for
+// their locale and the language's own list form.
+func TestFeedHeadingInRecipientLocale(t *testing.T) {
+	t.Parallel()
+	a := feedSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"group_text":"{{actors}} commented on {{object.title}}|{{actors}} left {{count}} comments on {{object.title}}",
+		"texts":{"de":{"group_text":"{{actors}} hat {{object.title}} kommentiert|{{actors}} haben {{count}} Kommentare zu {{object.title}} geschrieben"}}}`, 200)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"locale":"de-AT"}`, 200)
+	for _, who := range []string{"Alice", "Fatima", "Jonas"} {
+		a.postEvent(t, "comment", who, "doc:7")
+	}
+	feed := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed", "", 200)
+	g := feed["groups"].([]any)[0].(map[string]any)
+	if want := "Jonas, Fatima und Alice haben 3 Kommentare zu Q3 plan geschrieben"; g["text"] != want {
+		t.Fatalf("feed heading of a de-AT recipient = %q, want %q", g["text"], want)
+	}
+}
