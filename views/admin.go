@@ -122,6 +122,11 @@ type PreviewView struct {
 	Phone                bool
 	DesktopURL, PhoneURL string
 	BackURL, BackLabel   string
+	// Locales are the languages the email can be previewed in; the
+	// picker's form goes to LocaleURL. Language says which one it is in.
+	Locales   []Option
+	LocaleURL string
+	Language  string
 }
 
 // OutboxRow is one email in the outbox.

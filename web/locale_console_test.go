@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -80,4 +82,75 @@ func TestFeedHeadingInRecipientLocale(t *testing.T) {
 	if want := "Jonas, Fatima und Alice haben 3 Kommentare zu Q3 plan geschrieben"; g["text"] != want {
 		t.Fatalf("feed heading of a de-AT recipient = %q, want %q", g["text"], want)
 	}
+}
+
+// TestConsolePreviewInLocale: the console previews a batch, and a type
+// with sample data, in a language the operator picks: lull's own words
+// from that catalog and the type's texts for it, falling back along the
+// tag's parents. The default is the recipient's own language; a value
+// that is no language tag is refused, not shown in another language.
+func TestConsolePreviewInLocale(t *testing.T) {
+	t.Parallel()
+	a, id := consoleSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"group_text":"{{actors}} commented|{{actors}} left {{count}} comments",
+		"texts":{"de":{"group_text":"{{actors}} hat kommentiert|{{actors}} haben {{count}}-mal kommentiert"}}}`, 200)
+	c := operatorClient(t, a)
+	preview := a.srv.URL + "/admin/batches/" + itoa(id) + "/preview"
+
+	_, doc := getDoc(t, c, preview)
+	if text := doc.Find(`[data-testid="text-part"]`).Text(); !strings.Contains(text, "left 2 comments") || strings.Contains(text, "Abmelden") {
+		t.Errorf("the default preview is not in the recipient's own language (none, so English):\n%s", text)
+	}
+	if got := doc.Find(`[data-testid="locale"] option[value="de"]`).Length(); got != 1 {
+		t.Fatalf("the locale picker offers German %d times", got)
+	}
+
+	for _, locale := range []string{"de", "de-AT"} {
+		resp, doc := getDoc(t, c, preview+"?locale="+locale)
+		text := doc.Find(`[data-testid="text-part"]`).Text()
+		if resp.StatusCode != 200 || !strings.Contains(text, "haben 2-mal kommentiert") || !strings.Contains(text, "Abmelden") {
+			t.Errorf("preview in %s (%d) is not German:\n%s", locale, resp.StatusCode, text)
+		}
+		if got, _ := doc.Find(`[data-testid="locale"] option[selected]`).Attr("value"); got != locale {
+			t.Errorf("preview in %s: the picker has %q chosen", locale, got)
+		}
+		frame, _ := doc.Find(`[data-testid="preview-frame"]`).Attr("src")
+		html := fetchBody(t, c, a.srv.URL+frame)
+		if !strings.Contains(frame, "locale="+locale) || !strings.Contains(html, "haben 2-mal kommentiert") || !strings.Contains(html, `lang="de"`) {
+			t.Errorf("the frame of the preview in %s (%s) is not German:\n%.400s", locale, frame, html)
+		}
+	}
+
+	_, doc = getDoc(t, c, a.srv.URL+"/admin/types/comment/preview?locale=de")
+	if text := doc.Find(`[data-testid="text-part"]`).Text(); !strings.Contains(text, "haben 12-mal kommentiert") {
+		t.Errorf("type preview in de is not German:\n%s", text)
+	}
+	_, doc = getDoc(t, c, a.srv.URL+"/admin/types/comment/preview?locale=ja")
+	if text := doc.Find(`[data-testid="text-part"]`).Text(); !strings.Contains(text, "left 12 comments") || !strings.Contains(text, "配信停止") {
+		t.Errorf("type preview in ja: want lull's words in Japanese and the type's own text (it has none in ja):\n%s", text)
+	}
+
+	// A NUL byte is refused before the handler (400) like everywhere.
+	for _, bad := range []string{"english!", "und", strings.Repeat("x", 5000), "%00"} {
+		for _, path := range []string{preview, preview + "/html", a.srv.URL + "/admin/types/comment/preview"} {
+			if resp, _ := getDoc(t, c, path+"?locale="+bad); resp.StatusCode != 422 && resp.StatusCode != 400 {
+				t.Errorf("%s?locale=%.20s answered %d, want it refused", path, bad, resp.StatusCode)
+			}
+		}
+	}
+	if n := countRows(t, a.db, "SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM batches WHERE state <> 'open')"); n != 0 {
+		t.Fatal("previewing sent or changed something")
+	}
+}
+
+func fetchBody(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
