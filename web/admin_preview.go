@@ -173,12 +173,9 @@ func recipientLocale(fc *db.FlushContent) string {
 // where its words come from, since a tag with no catalog of its own
 // (de-AT) is served by another (de), and type texts fall back.
 func languageNote(l i18n.Locale) string {
-	name := func(tag string) string {
-		return display.English.Tags().Name(language.Make(tag)) + " (" + tag + ")"
-	}
-	note := "In " + name(l.Requested())
+	note := "In " + localeName(l.Requested())
 	if l.Requested() != l.Tag() {
-		note += ", with lull's own words from its " + name(l.Tag()) + " catalog"
+		note += ", with lull's own words from its " + localeName(l.Tag()) + " catalog"
 	}
 	return note + ". The type's texts are taken from the first of " + strings.Join(l.TextChain(), ", ") + " that has them, else its own."
 }
@@ -190,13 +187,18 @@ func localeOptions(own, chosen string) []views.Option {
 	found := chosen == ""
 	for _, t := range i18n.Shipped() {
 		tag := t.String()
-		opts = append(opts, views.Option{Value: tag, Label: display.English.Tags().Name(t) + " (" + tag + ")", Selected: tag == chosen})
+		opts = append(opts, views.Option{Value: tag, Label: localeName(tag), Selected: tag == chosen})
 		found = found || tag == chosen
 	}
 	if !found {
-		opts = append(opts, views.Option{Value: chosen, Label: display.English.Tags().Name(language.Make(chosen)) + " (" + chosen + ")", Selected: true})
+		opts = append(opts, views.Option{Value: chosen, Label: localeName(chosen), Selected: true})
 	}
 	return opts
+}
+
+// localeName names a tag for the console, in English: "German (de)".
+func localeName(tag string) string {
+	return display.English.Tags().Name(language.Make(tag)) + " (" + tag + ")"
 }
 
 // previewPage shows a rendered email next to its text and headers.

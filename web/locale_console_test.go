@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -153,4 +154,62 @@ func fetchBody(t *testing.T, c *http.Client, u string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestConsoleTypeEditorLanguages: the types list and the type editor
+// show which languages have texts of their own; the editor edits them
+// with the API's checks, each error next to its field, and a form without
+// the language fields leaves them alone.
+func TestConsoleTypeEditorLanguages(t *testing.T) {
+	t.Parallel()
+	a, _ := consoleSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
+		"texts":{"de":{"name":"Kommentare"},"de-AT":{"item_text":"{{actor.name}} hat kommentiert"}}}`, 200)
+	c := operatorClient(t, a)
+
+	_, doc := getDoc(t, c, a.srv.URL+"/admin/types")
+	if got := doc.Find(`[data-testid="type-languages"]`).First().Text(); got != "de, de-AT" {
+		t.Errorf("types list names languages %q, want de, de-AT", got)
+	}
+	edit := a.srv.URL + "/admin/types/comment/edit"
+	_, doc = getDoc(t, c, edit)
+	if got := doc.Find(`[data-testid="type-locales"]`).Text(); !strings.Contains(got, "German (de)") || !strings.Contains(got, "Austrian German (de-AT)") || strings.Contains(got, "Japanese") {
+		t.Errorf("editor says texts in %q, want German and Austrian German only", got)
+	}
+	if _, open := doc.Find(`[data-testid="type-locale-de"]`).Attr("open"); !open {
+		t.Error("German, which has texts, is folded")
+	}
+	if _, open := doc.Find(`[data-testid="type-locale-ja"]`).Attr("open"); open {
+		t.Error("Japanese, which has no texts, is open")
+	}
+	if got, _ := doc.Find(`input[name="texts.de.name"]`).Attr("value"); got != "Kommentare" {
+		t.Errorf("German name field holds %q", got)
+	}
+
+	form := url.Values{"name": {"Comments"}, "default_mode": {"cooldown"}, "window": {"1h"}, "max_wait": {"1h"}, "max_items": {"0"},
+		"display_limit": {"10"}, "item_order": {"latest"}, "item_text": {"{{actor.name}}: {{object.title}}"}, "group_text": {"{{count}} comments"},
+		"texts.de.name": {""}, "texts.de-AT.item_text": {"{{actor.name}} hat kommentiert"},
+		"texts.ja.group_text": {"{{count}"}, "do": {"save"}}
+	resp, doc := postDoc(t, c, edit, form, "")
+	if resp.StatusCode != 422 || doc.Find(`[data-testid="error-texts.ja.group_text"]`).Length() != 1 {
+		t.Fatalf("a bad Japanese group text: %d, error %q", resp.StatusCode, doc.Find(`[data-testid="error-texts.ja.group_text"]`).Text())
+	}
+	form.Set("texts.ja.group_text", "{{actors}}がコメントしました")
+	postForm(t, c, edit, form)
+	typ, err := db.GetType(context.Background(), a.db.Pool, "comment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, de := typ.Texts["de"]; de || typ.Texts["ja"].GroupText != "{{actors}}がコメントしました" || typ.Texts["de-AT"].ItemText == "" {
+		t.Fatalf("saved texts %+v, want German cleared, Japanese added, de-AT kept", typ.Texts)
+	}
+	for k := range form {
+		if strings.HasPrefix(k, "texts.") {
+			form.Del(k)
+		}
+	}
+	postForm(t, c, edit, form)
+	if typ, _ = db.GetType(context.Background(), a.db.Pool, "comment"); len(typ.Texts) != 2 {
+		t.Fatalf("a form without language fields changed the texts: %+v", typ.Texts)
+	}
 }
