@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lull-dev/lull/db"
 )
@@ -211,5 +212,40 @@ func TestConsoleTypeEditorLanguages(t *testing.T) {
 	postForm(t, c, edit, form)
 	if typ, _ = db.GetType(context.Background(), a.db.Pool, "comment"); len(typ.Texts) != 2 {
 		t.Fatalf("a form without language fields changed the texts: %+v", typ.Texts)
+	}
+}
+
+// TestConsoleSimulatorHeadingsInLocale: the simulator names each type as
+// recipients read it, with the heading of a typical email under the
+// current settings, in the language picked (default LULL_DEFAULT_LOCALE):
+// the same words an email and the feed use.
+func TestConsoleSimulatorHeadingsInLocale(t *testing.T) {
+	t.Parallel()
+	a := simulationSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1m",
+		"group_text":"{{actors}} commented|{{actors}} left {{count}} comments",
+		"texts":{"de":{"name":"Kommentare","group_text":"{{actors}} hat kommentiert|{{actors}} haben {{count}}-mal kommentiert"}}}`, 200)
+	if err := db.UpsertOperator(context.Background(), a.db.Pool, "ops@example.com", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	c := operatorClient(t, a)
+	now := time.Now().UTC()
+	form := url.Values{"source": {"stored"}, "from": {now.Add(-time.Hour).Format("2006-01-02T15:04")}, "to": {now.Add(time.Hour).Format("2006-01-02T15:04")}}
+	heading := func(locale string) (int, string) {
+		t.Helper()
+		form.Set("locale", locale)
+		resp, doc := postDoc(t, c, a.srv.URL+"/admin/simulate", form, "")
+		return resp.StatusCode, doc.Find(`[data-testid="type-comment"] [data-testid="type-heading"]`).Text()
+	}
+	// Bob's two comments went into one email.
+	if status, got := heading(""); status != 200 || !strings.Contains(got, "Comments") || !strings.Contains(got, "Alice and Priya left 2 comments") {
+		t.Errorf("default language: %d %q", status, got)
+	}
+	if status, got := heading("de"); status != 200 || !strings.Contains(got, "Kommentare") || !strings.Contains(got, "Alice und Priya haben 2-mal kommentiert") {
+		t.Errorf("German: %d %q", status, got)
+	}
+	resp, doc := postDoc(t, c, a.srv.URL+"/admin/simulate", url.Values{"source": {"stored"}, "from": form["from"], "to": form["to"], "locale": {"english!"}}, "")
+	if resp.StatusCode != 422 || doc.Find(`[data-testid="error-locale"]`).Length() != 1 {
+		t.Errorf("a bad locale: %d, error %q", resp.StatusCode, doc.Find(`[data-testid="error-locale"]`).Text())
 	}
 }
