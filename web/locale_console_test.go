@@ -42,6 +42,12 @@ func TestInlineRecipientLocale(t *testing.T) {
 	if rec := stored(); rec.Locale != "de-AT" || rec.Name != "Dora" {
 		t.Fatalf("after an event without a locale: %v, want de-AT kept and the name set", rec)
 	}
+	// Named twice in one event, the entries merge as two updates would.
+	a.mustCall(t, "POST", "/api/v1/events", event(`{"id":"u_dora","locale":"fr"},{"id":"u_dora","name":"Dora F."}`), 202)
+	if rec := stored(); rec.Locale != "fr" || rec.Name != "Dora F." {
+		t.Fatalf("after an event naming her twice: %q %q, want fr and Dora F.", rec.Locale, rec.Name)
+	}
+	a.mustCall(t, "POST", "/api/v1/events", event(`{"id":"u_dora","locale":"de-AT"}`), 202)
 
 	id := int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
 	a.mustCall(t, "POST", "/api/v1/batches/"+itoa(id)+"/flush", "", 202)
@@ -50,7 +56,7 @@ func TestInlineRecipientLocale(t *testing.T) {
 	if err != nil || len(out) != 1 {
 		t.Fatalf("outbox: %v, %d emails", err, len(out))
 	}
-	if !strings.Contains(out[0].Text, "haben 3-mal kommentiert") || !strings.Contains(out[0].Text, "Abmelden") {
+	if !strings.Contains(out[0].Text, "haben 5-mal kommentiert") || !strings.Contains(out[0].Text, "Abmelden") {
 		t.Fatalf("the email of a de-AT recipient is not German:\n%s", out[0].Text)
 	}
 
