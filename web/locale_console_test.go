@@ -81,14 +81,26 @@ func TestFeedHeadingInRecipientLocale(t *testing.T) {
 	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"cooldown","window":"1h",
 		"group_text":"{{actors}} commented on {{object.title}}|{{actors}} left {{count}} comments on {{object.title}}",
 		"texts":{"de":{"group_text":"{{actors}} hat {{object.title}} kommentiert|{{actors}} haben {{count}} Kommentare zu {{object.title}} geschrieben"}}}`, 200)
+	// Shares have no group text: lull's default, in German too.
+	a.mustCall(t, "PUT", "/api/v1/types/share", `{"name":"Shares","default_mode":"cooldown","window":"1h","texts":{"de":{"name":"Freigaben"}}}`, 200)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"locale":"de-AT"}`, 200)
+	a.postEvent(t, "share", "Chen", "")
+	a.postEvent(t, "share", "Chen", "")
 	for _, who := range []string{"Alice", "Fatima", "Jonas"} {
 		a.postEvent(t, "comment", who, "doc:7")
 	}
 	feed := a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed", "", 200)
-	g := feed["groups"].([]any)[0].(map[string]any)
-	if want := "Jonas, Fatima und Alice haben 3 Kommentare zu Q3 plan geschrieben"; g["text"] != want {
-		t.Fatalf("feed heading of a de-AT recipient = %q, want %q", g["text"], want)
+	groups := feed["groups"].([]any)
+	if got, want := groups[0].(map[string]any)["text"], "Jonas, Fatima und Alice haben 3 Kommentare zu Q3 plan geschrieben"; got != want {
+		t.Errorf("feed heading of a de-AT recipient = %q, want %q", got, want)
+	}
+	if got, want := groups[1].(map[string]any)["text"], "Freigaben: 2 neu"; got != want {
+		t.Errorf("default heading of a de-AT recipient = %q, want %q", got, want)
+	}
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"locale":null}`, 200)
+	feed = a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed", "", 200)
+	if got := feed["groups"].([]any)[1].(map[string]any)["text"]; got != "Shares: 2 new" {
+		t.Errorf("default heading in English = %q", got)
 	}
 }
 
