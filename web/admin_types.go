@@ -111,9 +111,6 @@ func formTexts(r *http.Request) LocaleTexts {
 		if !ok || !strings.HasPrefix(name, "texts.") {
 			continue
 		}
-		if out == nil {
-			out = LocaleTexts{}
-		}
 		tt, v := out[tag], strings.TrimSpace(values[0])
 		switch field {
 		case "name":
@@ -126,6 +123,9 @@ func formTexts(r *http.Request) LocaleTexts {
 			tt.GroupText = v
 		default:
 			continue
+		}
+		if out == nil {
+			out = LocaleTexts{}
 		}
 		out[tag] = tt
 	}

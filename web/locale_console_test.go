@@ -227,6 +227,7 @@ func TestConsoleTypeEditorLanguages(t *testing.T) {
 			form.Del(k)
 		}
 	}
+	form.Set("texts.de.nmae", "Kommentare") // no field the editor has
 	postForm(t, c, edit, form)
 	if typ, _ = db.GetType(context.Background(), a.db.Pool, "comment"); len(typ.Texts) != 2 {
 		t.Fatalf("a form without language fields changed the texts: %+v", typ.Texts)
