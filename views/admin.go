@@ -179,6 +179,8 @@ type TypeEditView struct {
 	// languages that have any.
 	Locales   []TypeLocaleTexts
 	WithTexts string
+	// PreviewLocales are the languages the frame can preview in.
+	PreviewLocales []Option
 }
 
 // TypeLocaleTexts is a type's texts in one language, as the editor shows

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
@@ -127,6 +129,23 @@ func (s *Server) typeEmail(r *http.Request) (previewEmail, error) {
 	}
 	if v := q.Get("group_text"); v != "" && mailtemplates.ValidateGroupText(v) == nil {
 		t.GroupText = v
+	}
+	if locale != "" {
+		t.Texts = maps.Clone(t.Texts)
+		if t.Texts == nil {
+			t.Texts = map[string]db.TypeTexts{}
+		}
+		lt := t.Texts[locale]
+		if v := q.Get("locale_name"); v != "" && utf8.RuneCountInString(v) <= 200 {
+			lt.Name = v
+		}
+		if v := q.Get("locale_item_text"); v != "" && mailtemplates.ValidateItemText(v) == nil {
+			lt.ItemText = v
+		}
+		if v := q.Get("locale_group_text"); v != "" && mailtemplates.ValidateGroupText(v) == nil {
+			lt.GroupText = v
+		}
+		t.Texts[locale] = lt
 	}
 	lang := i18n.Resolve(locale, "", s.DefaultLocale)
 	mt := batching.TemplateTypeIn(t, lang.TextChain())

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"maps"
 	"net/http"
 	"net/url"
@@ -95,8 +96,19 @@ func (s *Server) typeEditView(r *http.Request, b TypeBody, raw map[string]string
 		v.Orders = append(v.Orders, views.Option{Value: o, Label: o + " items", Selected: o == b.ItemOrder})
 	}
 	q := url.Values{"item_text": {b.ItemText}, "group_text": {b.GroupText}, "display_limit": {strconv.Itoa(b.DisplayLimit)}, "item_order": {b.ItemOrder}}
+	// The frame previews in the language picked, with that language's
+	// unsaved texts; a bad pick previews in the default.
+	locale, _ := i18n.Parse(strings.TrimSpace(r.FormValue("preview_locale")))
+	if locale != "" {
+		lt := b.Texts[locale]
+		q.Set("locale", locale)
+		q.Set("locale_name", lt.Name)
+		q.Set("locale_item_text", lt.ItemText)
+		q.Set("locale_group_text", lt.GroupText)
+	}
 	v.PreviewURL = "/admin/types/" + b.Key + "/preview/html?" + q.Encode()
 	v.Locales, v.WithTexts = localeRows(b.Key, b.Texts)
+	v.PreviewLocales = localeOptions("Default ("+cmp.Or(s.DefaultLocale, "en")+")", locale)
 	return v
 }
 

@@ -214,6 +214,15 @@ func TestConsoleTypeEditorLanguages(t *testing.T) {
 		t.Fatalf("a bad Japanese group text: %d, error %q", resp.StatusCode, doc.Find(`[data-testid="error-texts.ja.group_text"]`).Text())
 	}
 	form.Set("texts.ja.group_text", "{{actors}}がコメントしました")
+	// Preview shows the unsaved Japanese text in the frame, in Japanese.
+	form.Set("do", "preview")
+	form.Set("preview_locale", "ja")
+	_, doc = postDoc(t, c, edit, form, "")
+	frame, _ := doc.Find(`[data-testid="preview-frame"]`).Attr("src")
+	if html := fetchBody(t, c, a.srv.URL+frame); !strings.Contains(html, "がコメントしました") || !strings.Contains(html, `lang="ja"`) {
+		t.Errorf("the editor's preview in ja (%s) does not show the unsaved text:\n%.300s", frame, html)
+	}
+	form.Set("do", "save")
 	postForm(t, c, edit, form)
 	typ, err := db.GetType(context.Background(), a.db.Pool, "comment")
 	if err != nil {
