@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -131,7 +130,6 @@ func (s *Server) typeEmail(r *http.Request) (previewEmail, error) {
 		t.GroupText = v
 	}
 	if locale != "" {
-		t.Texts = maps.Clone(t.Texts)
 		if t.Texts == nil {
 			t.Texts = map[string]db.TypeTexts{}
 		}
