@@ -25,6 +25,7 @@ func TestMergeBodies(t *testing.T) {
 		{"AllTypesCleared", PreferencesPatch{Types: Null[map[string]Nullable[TypePreferencePatch]]()}, `{"types":null}`},
 		{"Recipients", []RecipientRef{{ID: "u_bob"}, {ID: "u_new", Inline: true}, {ID: "u_carol", Email: "carol@example.com"}},
 			`["u_bob",{"id":"u_new"},{"id":"u_carol","email":"carol@example.com"}]`},
+		{"RecipientLocale", []RecipientRef{{ID: "u_dora", Locale: "de"}}, `[{"id":"u_dora","locale":"de"}]`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,13 +58,16 @@ type Object struct {
 }
 
 // RecipientRef names a stored recipient by ID, or gives the recipient in
-// full, to be created or updated on the way in: with an Email, Name or
-// Timezone, or Inline set.
+// full, to be created or updated on the way in: with an Email, Name,
+// Timezone or Locale, or Inline set.
 type RecipientRef struct {
 	ID       string `json:"id"`
 	Email    string `json:"email,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
+	// Locale is a BCP 47 language tag ("de", "pt-BR"); empty keeps the
+	// stored one.
+	Locale string `json:"locale,omitempty"`
 	// Inline sends the recipient as an object even with no details, which
 	// creates it if it is new; a bare id must name a stored recipient.
 	Inline bool `json:"-"`
@@ -73,7 +76,7 @@ type RecipientRef struct {
 // MarshalJSON writes a bare id, or an object for a recipient given in
 // full.
 func (r RecipientRef) MarshalJSON() ([]byte, error) {
-	if !r.Inline && r.Email == "" && r.Name == "" && r.Timezone == "" {
+	if !r.Inline && r.Email == "" && r.Name == "" && r.Timezone == "" && r.Locale == "" {
 		return json.Marshal(r.ID)
 	}
 	type plain RecipientRef

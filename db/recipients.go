@@ -257,13 +257,15 @@ func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, 
 
 // InlineRecipient is a recipient as an event gives it inline: an id and
 // the contact fields to create or update it with.
-type InlineRecipient struct{ ID, Email, Name, Timezone string }
+type InlineRecipient struct{ ID, Email, Name, Timezone, Locale string }
 
 // UpsertRecipients creates or updates recipients given inline in an event,
 // in one statement. Empty fields do not overwrite stored ones, and a row
 // is rewritten only when a field given changes it, so notifying the same
 // inline audience again costs a lookup per recipient, not a new row
 // version and its index entries.
+//
+// A locale follows the same rule: an omitted one keeps the stored one.
 //
 // A new recipient without a time zone gets UTC while an existing one keeps
 // theirs, which EXCLUDED.timezone (already defaulted to UTC) cannot tell
@@ -277,22 +279,26 @@ func UpsertRecipients(ctx context.Context, q Querier, rs []InlineRecipient) erro
 		return nil
 	}
 	n := len(rs)
-	ids, emails, names, zones := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, emails, names, zones, locales := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rs {
-		ids[i], emails[i], names[i], zones[i] = r.ID, r.Email, r.Name, r.Timezone
+		ids[i], emails[i], names[i], zones[i], locales[i] = r.ID, r.Email, r.Name, r.Timezone, r.Locale
 	}
+	// The locale column defaults to '', so EXCLUDED.locale is what was
+	// given and needs no lookup, unlike the zone.
 	_, err := q.Exec(ctx, `
 		WITH given AS (SELECT jsonb_object($1::text[], $4::text[]) AS zones)
-		INSERT INTO recipients AS r (id, email, name, timezone)
-		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC')
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, email, name, tz) ORDER BY id
+		INSERT INTO recipients AS r (id, email, name, timezone, locale)
+		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC'), locale
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale) ORDER BY id
 		ON CONFLICT (id) DO UPDATE SET
 		    email = coalesce(nullif(EXCLUDED.email, ''), r.email),
 		    name = coalesce(nullif(EXCLUDED.name, ''), r.name),
 		    timezone = coalesce(nullif((SELECT zones FROM given) ->> EXCLUDED.id, ''), r.timezone),
+		    locale = coalesce(nullif(EXCLUDED.locale, ''), r.locale),
 		    updated_at = now()
 		WHERE nullif(EXCLUDED.email, '') <> r.email OR nullif(EXCLUDED.name, '') <> r.name
-		   OR nullif((SELECT zones FROM given) ->> EXCLUDED.id, '') <> r.timezone`, ids, emails, names, zones)
+		   OR nullif((SELECT zones FROM given) ->> EXCLUDED.id, '') <> r.timezone
+		   OR nullif(EXCLUDED.locale, '') <> r.locale`, ids, emails, names, zones, locales)
 	if err != nil {
 		return fmt.Errorf("save recipients: %w", err)
 	}

@@ -406,13 +406,13 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	if err != nil {
 		return groupView{}, fmt.Errorf("type %s item_text: %w", g.Type.Key, err)
 	}
-	groupSrc := g.Type.GroupText
-	if strings.TrimSpace(groupSrc) == "" {
-		groupSrc = DefaultGroupText(name)
-	}
-	groupText, err := cache.get(groupSrc, true)
-	if err != nil {
-		return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
+	// A type without a group text of its own gets lull's default in the
+	// recipient's language ("Kommentare: 3 neu"), from the catalogs.
+	var groupText *text
+	if src := g.Type.GroupText; strings.TrimSpace(src) != "" {
+		if groupText, err = cache.get(src, true); err != nil {
+			return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
+		}
 	}
 
 	gv := groupView{total: total, name: name, order: "latest", lang: lang, ViewAllLabel: lang.T("view_all", nil),
@@ -434,7 +434,11 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 		names, count = actorsOf(items)
 	}
 	top := newest(items, g.Type.ItemOrder)
-	gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
+	if groupText != nil {
+		gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
+	} else {
+		gv.Heading = clip(lang.N("group_new", total, map[string]any{"Name": name}), maxHeading)
+	}
 	if gv.Heading == "" {
 		gv.Heading = name + ": " + lang.Number(total)
 	}
@@ -532,12 +536,17 @@ func actorsOf(items []Item) ([]string, int) {
 // Heading is a group's heading exactly as an email shows it ("Alice and 4
 // others commented on Q3 plan"), so the in-app feed and the email never
 // disagree. A group whose texts do not parse falls back to its type name.
-func Heading(g Group, loc *time.Location) string {
+func Heading(g Group, loc *time.Location) string { return HeadingIn(g, loc, i18n.Locale{}) }
+
+// HeadingIn is Heading in a language: its list form, plurals and dates.
+// g's type texts should be those of the same language
+// (batching.TemplateTypeIn), as an email's are.
+func HeadingIn(g Group, loc *time.Location, lang i18n.Locale) string {
 	if loc == nil {
 		loc = time.UTC
 	}
 	var cache textCache
-	gv, err := renderGroup(g, loc, i18n.Locale{}, &cache)
+	gv, err := renderGroup(g, loc, lang, &cache)
 	if err != nil {
 		return g.Type.Name
 	}

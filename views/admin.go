@@ -122,6 +122,11 @@ type PreviewView struct {
 	Phone                bool
 	DesktopURL, PhoneURL string
 	BackURL, BackLabel   string
+	// Locales are the languages the email can be previewed in; the
+	// picker's form goes to LocaleURL. Language says which one it is in.
+	Locales   []Option
+	LocaleURL string
+	Language  string
 }
 
 // OutboxRow is one email in the outbox.
@@ -148,6 +153,8 @@ type JobsView struct {
 type TypeAdminRow struct {
 	Key, Name, Category, Mode, Window, MaxWait, PreviewURL string
 	Required                                               bool
+	// Locales lists the languages with texts of their own ("de, ja").
+	Locales string
 }
 
 // TypesView lists notification types.
@@ -168,7 +175,26 @@ type TypeEditView struct {
 	ItemText, GroupText                     string
 	Errors                                  map[string]string
 	PreviewURL                              string
+	// Locales are the type's texts per language; WithTexts names the
+	// languages that have any.
+	Locales   []TypeLocaleTexts
+	WithTexts string
+	// PreviewLocales are the languages the frame can preview in.
+	PreviewLocales []Option
 }
+
+// TypeLocaleTexts is a type's texts in one language, as the editor shows
+// them; empty ones fall back to the type's own.
+type TypeLocaleTexts struct {
+	Tag, Label                             string
+	Name, Description, ItemText, GroupText string
+	HasTexts                               bool
+	PreviewURL                             string
+}
+
+// Field is the form name of one of the locale's texts
+// ("texts.de.item_text").
+func (l TypeLocaleTexts) Field(name string) string { return "texts." + l.Tag + "." + name }
 
 // RecipientView is a recipient looked up by an operator.
 type RecipientView struct {

@@ -11,6 +11,9 @@ type SimulateView struct {
 	Errors    map[string]string
 	Proposals []ProposalForm
 	Result    *SimulationResult
+	// Locales are the languages the results can name types and show
+	// their headings in.
+	Locales []Option
 }
 
 // ProposalForm is one proposal's part of the form.

@@ -3,8 +3,11 @@ package web
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences"
@@ -110,7 +113,8 @@ func (s *Server) adminTypes(w http.ResponseWriter, r *http.Request) {
 	v := views.TypesView{AdminPage: s.adminPage(r, "Types", "types")}
 	for _, t := range ts {
 		v.Rows = append(v.Rows, views.TypeAdminRow{Key: t.Key, Name: t.Name, Category: t.Category, Mode: t.DefaultMode, Required: t.Required,
-			Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()), PreviewURL: "/admin/types/" + t.Key + "/preview"})
+			Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()), PreviewURL: "/admin/types/" + t.Key + "/preview",
+			Locales: strings.Join(slices.Sorted(maps.Keys(t.Texts)), ", ")})
 	}
 	s.render(w, r, http.StatusOK, views.Types(v))
 }

@@ -1,13 +1,21 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/language/display"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -23,6 +31,12 @@ type previewEmail struct {
 	Note string
 	// Unsent says why no email goes out; the rest is then empty.
 	Unsent string
+	// Own is what the locale picker's default choice means here: the
+	// recipient's own language, or LULL_DEFAULT_LOCALE for sample data.
+	Own string
+	// Language says which language the email is in, and where its
+	// strings and type texts come from.
+	Language string
 }
 
 func shown(m *mailtemplates.Message) previewEmail {
@@ -42,6 +56,10 @@ func (s *Server) batchEmail(r *http.Request) (previewEmail, error) {
 	if err != nil {
 		return previewEmail{}, db.ErrNotFound
 	}
+	locale, err := previewLocale(r)
+	if err != nil {
+		return previewEmail{}, err
+	}
 	ctx := r.Context()
 	fc, err := db.ReadForFlush(ctx, s.DB.Pool, id)
 	if err == nil {
@@ -50,33 +68,40 @@ func (s *Server) batchEmail(r *http.Request) (previewEmail, error) {
 	if err != nil {
 		return previewEmail{}, err
 	}
+	own := "Recipient's own (" + cmp.Or(recipientLocale(fc), "none, so "+cmp.Or(s.DefaultLocale, "en")) + ")"
 	state := fc.Batch.State
 	if state == db.StateCanceled {
-		return previewEmail{Unsent: "Not sent: " + fc.Batch.Reason}, nil
+		return previewEmail{Unsent: "Not sent: " + fc.Batch.Reason, Own: own}, nil
 	}
-	if state != db.StateOpen {
+	// The stored copy is in the language it went out in; another one
+	// asked for is a fresh render.
+	if state != db.StateOpen && locale == "" {
 		stored, err := db.ListOutbox(ctx, s.DB.Pool, id, 0, 1)
 		if err != nil {
 			return previewEmail{}, err
 		}
 		if len(stored) > 0 {
 			m := stored[0]
-			return previewEmail{Text: m.Text, HTML: m.HTML, Headers: m.Headers,
+			return previewEmail{Text: m.Text, HTML: m.HTML, Headers: m.Headers, Own: own,
 				Note: "The email as it went out: the copy the outbox kept at " + fmtTime(&m.CreatedAt) + "."}, nil
 		}
 	}
-	c, err := s.envelope().Compose(fc, s.now())
+	env := s.envelope()
+	env.Locale = locale
+	c, err := env.Compose(fc, s.now())
 	if err != nil {
 		return previewEmail{}, err
 	}
 	gone := state == db.StateSent || state == db.StateFailed
 	switch {
 	case c.Skip != "" && gone:
-		return previewEmail{Unsent: "This batch is " + state + " and no copy of its email was kept; composed now, it would not be sent: " + c.Skip}, nil
+		return previewEmail{Own: own, Unsent: "This batch is " + state + " and no copy of its email was kept; composed now, it would not be sent: " + c.Skip}, nil
 	case c.Skip != "":
-		return previewEmail{Unsent: "Would not be sent: " + c.Skip}, nil
+		return previewEmail{Own: own, Unsent: "Would not be sent: " + c.Skip}, nil
 	}
 	v := shown(c.Message)
+	v.Own = own
+	v.Language = languageNote(i18n.Resolve(cmp.Or(locale, recipientLocale(fc)), "", s.DefaultLocale))
 	if gone {
 		v.Note = "A fresh render, not the email as it went out: this batch is " + state +
 			", and only the outbox keeps a copy of what it sends. This is how the batch renders now."
@@ -86,20 +111,42 @@ func (s *Server) batchEmail(r *http.Request) (previewEmail, error) {
 
 // typeEmail renders a type with sample data, for previewing its texts.
 func (s *Server) typeEmail(r *http.Request) (previewEmail, error) {
+	locale, err := previewLocale(r)
+	if err != nil {
+		return previewEmail{}, err
+	}
 	t, err := db.GetType(r.Context(), s.DB.Pool, r.PathValue("key"))
 	if err != nil {
 		return previewEmail{}, err
 	}
-	mt := batching.TemplateType(t)
 	// The type editor previews unsaved texts through the query string;
-	// invalid ones fall back to the stored texts.
+	// invalid ones fall back to the stored texts. They are the type's
+	// own texts, so a locale's texts still win over them in that locale.
 	q := r.URL.Query()
 	if v := q.Get("item_text"); v != "" && mailtemplates.ValidateItemText(v) == nil {
-		mt.ItemText = v
+		t.ItemText = v
 	}
 	if v := q.Get("group_text"); v != "" && mailtemplates.ValidateGroupText(v) == nil {
-		mt.GroupText = v
+		t.GroupText = v
 	}
+	if locale != "" {
+		if t.Texts == nil {
+			t.Texts = map[string]db.TypeTexts{}
+		}
+		lt := t.Texts[locale]
+		if v := q.Get("locale_name"); v != "" && utf8.RuneCountInString(v) <= 200 {
+			lt.Name = v
+		}
+		if v := q.Get("locale_item_text"); v != "" && mailtemplates.ValidateItemText(v) == nil {
+			lt.ItemText = v
+		}
+		if v := q.Get("locale_group_text"); v != "" && mailtemplates.ValidateGroupText(v) == nil {
+			lt.GroupText = v
+		}
+		t.Texts[locale] = lt
+	}
+	lang := i18n.Resolve(locale, "", s.DefaultLocale)
+	mt := batching.TemplateTypeIn(t, lang.TextChain())
 	if n, err := strconv.Atoi(q.Get("display_limit")); err == nil && n >= 1 && n <= 100 {
 		mt.DisplayLimit = n
 	}
@@ -108,14 +155,67 @@ func (s *Server) typeEmail(r *http.Request) (previewEmail, error) {
 	}
 	now := s.now()
 	in := mailtemplates.Input{Mode: "cooldown", Recipient: mailtemplates.Recipient{ID: "sample", Name: "Sam Sample", Email: "sam@example.com"},
-		Since: now.Add(-3 * 3600e9), Groups: []mailtemplates.Group{mailtemplates.Sample(mt, 12, now)}}
+		Since: now.Add(-3 * 3600e9), Groups: []mailtemplates.Group{mailtemplates.Sample(mt, 12, now)}, Locale: lang}
 	s.envelope().Address(&in, now)
 	in.MessageID = "preview@lull.localhost"
 	m, err := mailtemplates.Render(in)
 	if err != nil {
 		return previewEmail{}, err
 	}
-	return shown(m), nil
+	v := shown(m)
+	v.Own, v.Language = "Default ("+cmp.Or(s.DefaultLocale, "en")+")", languageNote(lang)
+	return v, nil
+}
+
+// previewLocale is the language a preview is asked in: "" for the
+// default choice, else a BCP 47 tag in canonical form. A value that is
+// no tag is refused rather than quietly shown in another language.
+func previewLocale(r *http.Request) (string, error) {
+	tag, err := i18n.Parse(r.URL.Query().Get("locale"))
+	if err != nil {
+		return "", Invalid(FieldError{"locale", err.Error()})
+	}
+	return tag, nil
+}
+
+// recipientLocale is the stored locale of a batch's recipient.
+func recipientLocale(fc *db.FlushContent) string {
+	for _, rs := range fc.Settings {
+		return rs.Recipient.Locale
+	}
+	return ""
+}
+
+// languageNote tells the operator which language an email is in and
+// where its words come from, since a tag with no catalog of its own
+// (de-AT) is served by another (de), and type texts fall back.
+func languageNote(l i18n.Locale) string {
+	note := "In " + localeName(l.Requested())
+	if l.Requested() != l.Tag() {
+		note += ", with lull's own words from its " + localeName(l.Tag()) + " catalog"
+	}
+	return note + ". The type's texts are taken from the first of " + strings.Join(l.TextChain(), ", ") + " that has them, else its own."
+}
+
+// localeOptions are the picker's choices: the default one, each shipped
+// locale, and the one asked for when it is none of those.
+func localeOptions(own, chosen string) []views.Option {
+	opts := []views.Option{{Value: "", Label: own, Selected: chosen == ""}}
+	found := chosen == ""
+	for _, t := range i18n.Shipped() {
+		tag := t.String()
+		opts = append(opts, views.Option{Value: tag, Label: localeName(tag), Selected: tag == chosen})
+		found = found || tag == chosen
+	}
+	if !found {
+		opts = append(opts, views.Option{Value: chosen, Label: localeName(chosen), Selected: true})
+	}
+	return opts
+}
+
+// localeName names a tag for the console, in English: "German (de)".
+func localeName(tag string) string {
+	return display.English.Tags().Name(language.Make(tag)) + " (" + tag + ")"
 }
 
 // previewPage shows a rendered email next to its text and headers.
@@ -127,9 +227,25 @@ func (s *Server) previewPage(render func(*http.Request) (previewEmail, error), h
 			return
 		}
 		phone := r.URL.Query().Get("width") == "phone"
+		// The locale was checked by render; the links keep it.
+		locale, _ := previewLocale(r)
+		at := func(path string, phone bool) string {
+			q := url.Values{}
+			if locale != "" {
+				q.Set("locale", locale)
+			}
+			if phone {
+				q.Set("width", "phone")
+			}
+			if len(q) == 0 {
+				return path
+			}
+			return path + "?" + q.Encode()
+		}
 		v := views.PreviewView{AdminPage: s.adminPage(r, "Preview", section), Heading: heading(r), Text: m.Text,
-			Headers: headerList(m.Headers), Note: m.Note, Unsent: m.Unsent, Phone: phone, FrameURL: r.URL.Path + "/html",
-			DesktopURL: r.URL.Path, PhoneURL: withWidth(r.URL.Path, true), BackURL: back(r), BackLabel: backLabel(r)}
+			Headers: headerList(m.Headers), Note: m.Note, Unsent: m.Unsent, Phone: phone, FrameURL: at(r.URL.Path+"/html", false),
+			DesktopURL: at(r.URL.Path, false), PhoneURL: at(r.URL.Path, true), BackURL: back(r), BackLabel: backLabel(r),
+			Locales: localeOptions(m.Own, locale), LocaleURL: r.URL.Path, Language: m.Language}
 		s.render(w, r, http.StatusOK, views.Preview(v))
 	}
 }

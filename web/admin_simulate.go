@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 	"github.com/lull-dev/lull/preferences/simulate"
@@ -69,6 +71,10 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 	f := func(n string) string { return strings.TrimSpace(r.FormValue(n)) }
 	var sim batching.SimulationRequest
 	specs, errs := proposalSpecs(r, types)
+	locale, err := i18n.Parse(f("locale"))
+	if err != nil {
+		errs = append(errs, FieldError{"locale", err.Error()})
+	}
 	source := f("source")
 	if source == "upload" {
 		file, _, ferr := r.FormFile("events")
@@ -116,6 +122,7 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusUnprocessableEntity
 	} else {
 		v.Result = simulationResult(rep)
+		typeHeadings(v.Result, rep, types, i18n.Resolve(locale, "", s.DefaultLocale), s.now())
 	}
 	s.render(w, r, status, views.Simulate(v))
 }
@@ -193,6 +200,7 @@ func (s *Server) simulateView(r *http.Request, types []db.Type, form *http.Reque
 		}
 		return strings.TrimSpace(form.FormValue(n))
 	}
+	v.Locales = localeOptions("Default ("+cmp.Or(s.DefaultLocale, "en")+")", val("locale"))
 	for _, p := range simulateProposals {
 		pf := views.ProposalForm{Prefix: p.prefix, Label: p.label, Name: val(p.prefix + ".name"),
 			DailyAt: val(p.prefix + ".everyone.daily_at"), WeeklyAt: val(p.prefix + ".everyone.weekly_at")}

@@ -1,12 +1,16 @@
 package web
 
 import (
+	"cmp"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/views"
 )
@@ -34,7 +38,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	f := func(n string) string { return strings.TrimSpace(r.PostFormValue(n)) }
 	b := TypeBody{Key: key, Name: f("name"), Description: f("description"), Category: f("category"), DefaultMode: f("default_mode"),
 		Window: f("window"), MaxWait: f("max_wait"), ItemOrder: f("item_order"), ItemText: f("item_text"), GroupText: f("group_text"),
-		Required: f("required") == "on", Lead: f("lead") == "on"}
+		Required: f("required") == "on", Lead: f("lead") == "on", Texts: formTexts(r)}
 	var errs []FieldError
 	if b.Name == "" {
 		errs = append(errs, FieldError{"name", "must not be empty"})
@@ -62,7 +66,10 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The form does not edit these; the API does.
-	t.BurstLimit, t.SkipRead, t.ViewURL, t.Texts = old.BurstLimit, old.SkipRead, old.ViewURL, old.Texts
+	t.BurstLimit, t.SkipRead, t.ViewURL = old.BurstLimit, old.SkipRead, old.ViewURL
+	if b.Texts == nil {
+		t.Texts = old.Texts // a form without the language fields
+	}
 	t.Unsubscribe = old.Unsubscribe
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
@@ -89,8 +96,83 @@ func (s *Server) typeEditView(r *http.Request, b TypeBody, raw map[string]string
 		v.Orders = append(v.Orders, views.Option{Value: o, Label: o + " items", Selected: o == b.ItemOrder})
 	}
 	q := url.Values{"item_text": {b.ItemText}, "group_text": {b.GroupText}, "display_limit": {strconv.Itoa(b.DisplayLimit)}, "item_order": {b.ItemOrder}}
+	// The frame previews in the language picked, with that language's
+	// unsaved texts; a bad pick previews in the default.
+	locale, _ := i18n.Parse(strings.TrimSpace(r.FormValue("preview_locale")))
+	if locale != "" {
+		lt := b.Texts[locale]
+		q.Set("locale", locale)
+		q.Set("locale_name", lt.Name)
+		q.Set("locale_item_text", lt.ItemText)
+		q.Set("locale_group_text", lt.GroupText)
+	}
 	v.PreviewURL = "/admin/types/" + b.Key + "/preview/html?" + q.Encode()
+	v.Locales, v.WithTexts = localeRows(b.Key, b.Texts)
+	v.PreviewLocales = localeOptions("Default ("+cmp.Or(s.DefaultLocale, "en")+")", locale)
 	return v
+}
+
+// formTexts reads the editor's texts per locale, from fields named
+// texts.TAG.FIELD; TypeFromBody checks them as the API does, and drops a
+// locale whose fields are all empty. A form with no such field at all
+// gives nil, and the stored texts stay.
+func formTexts(r *http.Request) LocaleTexts {
+	var out LocaleTexts
+	for name, values := range r.PostForm {
+		tag, field, ok := strings.Cut(strings.TrimPrefix(name, "texts."), ".")
+		if !ok || !strings.HasPrefix(name, "texts.") {
+			continue
+		}
+		tt, v := out[tag], strings.TrimSpace(values[0])
+		switch field {
+		case "name":
+			tt.Name = v
+		case "description":
+			tt.Description = v
+		case "item_text":
+			tt.ItemText = v
+		case "group_text":
+			tt.GroupText = v
+		default:
+			continue
+		}
+		if out == nil {
+			out = LocaleTexts{}
+		}
+		out[tag] = tt
+	}
+	return out
+}
+
+// localeRows lays out a type's texts per locale for the editor: every
+// shipped locale, then any other the type has texts for (de-AT), and
+// names those that have texts.
+func localeRows(key string, texts LocaleTexts) ([]views.TypeLocaleTexts, string) {
+	var tags []string
+	for _, t := range i18n.Shipped() {
+		tags = append(tags, t.String())
+	}
+	for _, tag := range slices.Sorted(maps.Keys(texts)) {
+		if !slices.Contains(tags, tag) {
+			tags = append(tags, tag)
+		}
+	}
+	var rows []views.TypeLocaleTexts
+	var with []string
+	for _, tag := range tags {
+		tt := texts[tag]
+		row := views.TypeLocaleTexts{Tag: tag, Label: localeName(tag), Name: tt.Name, Description: tt.Description,
+			ItemText: tt.ItemText, GroupText: tt.GroupText, HasTexts: tt != db.TypeTexts{},
+			PreviewURL: "/admin/types/" + key + "/preview?" + url.Values{"locale": {tag}}.Encode()}
+		if row.HasTexts {
+			with = append(with, row.Label)
+		}
+		rows = append(rows, row)
+	}
+	if len(with) == 0 {
+		return rows, "none: every language reads the type's own texts"
+	}
+	return rows, strings.Join(with, ", ")
 }
 
 // adminRecipient looks a recipient up by id.

@@ -75,7 +75,7 @@ func TestClientCoversTheAPI(t *testing.T) {
 
 	ev := client.Event{Type: "comment", Key: "c-1", Actor: &client.Actor{ID: "u_alice", Name: "Alice"},
 		Object:     &client.Object{Type: "document", ID: "doc_7", Title: "Q3 plan"},
-		Recipients: []client.RecipientRef{{ID: "u_bob"}, {ID: "u_carol", Email: "carol@example.com"}},
+		Recipients: []client.RecipientRef{{ID: "u_bob"}, {ID: "u_carol", Email: "carol@example.com", Locale: "pt-br"}},
 		BatchKey:   "doc:7", Data: map[string]any{"excerpt": "Looks good"}}
 	res, err := c.CreateEvent(ctx, ev)
 	must(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -141,14 +142,15 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 		cur.items = append(cur.items, it.Item)
 	}
 	loc := preferences.Location(rec.Timezone)
+	lang := i18n.Resolve(rec.Locale, "", s.DefaultLocale)
 	for _, g := range groups {
 		// The heading counts and names every notification of the group,
 		// and takes its item fields from the newest, as an email's
-		// heading does.
-		t := batching.TemplateType(types[g.Type])
+		// heading does, in the recipient's language as their email is.
+		t := batching.TemplateTypeIn(types[g.Type], lang.TextChain())
 		t.DisplayLimit, t.ItemOrder = len(g.items), "latest"
 		slices.Reverse(g.items) // Group takes them in arrival order
-		g.Text = mailtemplates.Heading(batching.Group(t, g.items), loc)
+		g.Text = mailtemplates.HeadingIn(batching.Group(t, g.items), loc, lang)
 	}
 	return groups, nil
 }

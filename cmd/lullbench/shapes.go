@@ -70,8 +70,11 @@ var zones24 = []string{"Pacific/Pago_Pago", "Pacific/Honolulu", "America/Anchora
 	"Europe/Moscow", "Asia/Dubai", "Asia/Karachi", "Asia/Dhaka", "Asia/Bangkok", "Asia/Shanghai",
 	"Asia/Tokyo", "Australia/Brisbane", "Pacific/Noumea", "Pacific/Auckland"}
 
+// benchLocales are the shipped locales, and one served by its parent.
+var benchLocales = []string{"en", "de", "de-AT", "fr", "es", "pt-BR", "ja", "ar", "ru"}
+
 // inline: one event to n recipients given inline as objects (email, name,
-// time zone): new ones; the same, existing now, into fresh batches; and
+// time zone, locale): new ones; the same, existing now, into fresh batches; and
 // the same event again while its batches are open, each ÷ the first.
 func (b *bench) inline(ctx context.Context) error {
 	if err := b.putType("bench.art", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
@@ -83,7 +86,8 @@ func (b *bench) inline(ctx context.Context) error {
 		prefix := fmt.Sprintf("in%d-", n)
 		audience := make([]map[string]string, n)
 		for j, id := range ids(prefix, 0, n) {
-			audience[j] = map[string]string{"id": id, "email": id + "@bench.example", "name": "Follower " + id, "timezone": zones24[j%24]}
+			audience[j] = map[string]string{"id": id, "email": id + "@bench.example", "name": "Follower " + id, "timezone": zones24[j%24],
+				"locale": benchLocales[j%len(benchLocales)]}
 		}
 		if err := b.settle(ctx); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package batching
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
@@ -30,6 +31,10 @@ type Envelope struct {
 	// DefaultLocale is the language of a recipient without a locale of
 	// their own (LULL_DEFAULT_LOCALE); empty is English.
 	DefaultLocale string
+	// Locale, when set, stands in for the recipient's own, so the
+	// console can preview a batch in any language; the flush leaves it
+	// empty.
+	Locale string
 }
 
 // Address fills in's sender, Message-ID, thread and list, date and
@@ -218,7 +223,7 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	if err != nil || c.Skip != "" {
 		return c, err
 	}
-	in := input(fc.Batch, rec, items, fc.Types, i18n.Resolve(rec.Locale, "", e.DefaultLocale))
+	in := input(fc.Batch, rec, items, fc.Types, i18n.Resolve(cmp.Or(e.Locale, rec.Locale), "", e.DefaultLocale))
 	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
 	if key := unsubscribeThread(fc); key != "" {

@@ -69,6 +69,11 @@ func TemplateType(t *db.Type) mailtemplates.Type { return TemplateTypeIn(t, nil)
 // type's own.
 func TemplateTypeIn(t *db.Type, chain []string) mailtemplates.Type {
 	tx := t.TextsIn(chain)
+	// A type saved without a group text stores lull's English default;
+	// left empty, the email writes it in the recipient's language.
+	if tx.GroupText == mailtemplates.DefaultGroupText(t.Name) {
+		tx.GroupText = ""
+	}
 	return mailtemplates.Type{Key: t.Key, Name: tx.Name, Category: t.Category, ItemText: tx.ItemText, GroupText: tx.GroupText,
 		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL}
 }

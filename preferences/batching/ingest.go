@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/preferences"
 )
 
@@ -59,7 +60,9 @@ type RecipientRef struct {
 	Email    string `json:"email,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
-	Inline   bool   `json:"-"`
+	// Locale is a BCP 47 tag, stored in canonical form ("de-AT").
+	Locale string `json:"locale,omitempty"`
+	Inline bool   `json:"-"`
 }
 
 // UnmarshalJSON accepts a string or an object. Unknown fields in the
@@ -359,14 +362,14 @@ func (in *ingestion) store(ctx context.Context) error {
 			}
 			if k, ok := seen[r.ID]; ok {
 				was := inline[k]
-				r = RecipientRef{ID: r.ID, Email: was.Email, Name: was.Name, Timezone: was.Timezone, Inline: true}.merge(r)
-				inline[k] = db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone}
+				r = RecipientRef{ID: r.ID, Email: was.Email, Name: was.Name, Timezone: was.Timezone, Locale: was.Locale, Inline: true}.merge(r)
+				inline[k] = db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale}
 				continue
 			}
 			if seen != nil {
 				seen[r.ID] = len(inline)
 			}
-			inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone})
+			inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
 		}
 		// Batch rows are locked in recipient order, in every chunk and
 		// across them, so that two events with overlapping recipients
@@ -764,7 +767,7 @@ func (ev *Event) Check(now time.Time, maxData int) error {
 	dedup := ev.Recipients[:0]
 	zones := map[string]bool{}
 	for i, r := range ev.Recipients {
-		validateRecipientRef(v, i, r, zones)
+		r.Locale = validateRecipientRef(v, i, r, zones)
 		if j, ok := seen[r.ID]; ok {
 			dedup[j] = dedup[j].merge(r)
 			continue
@@ -792,13 +795,15 @@ func (r RecipientRef) merge(later RecipientRef) RecipientRef {
 	r.Email = cmp.Or(later.Email, r.Email)
 	r.Name = cmp.Or(later.Name, r.Name)
 	r.Timezone = cmp.Or(later.Timezone, r.Timezone)
+	r.Locale = cmp.Or(later.Locale, r.Locale)
 	return r
 }
 
-// validateRecipientRef checks recipient i. zones remembers which time
-// zone names were found valid: loading a zone reads a file, and a fan-out
-// to 100,000 recipients names the same few zones over and over.
-func validateRecipientRef(v *ValidationError, i int, r RecipientRef, zones map[string]bool) {
+// validateRecipientRef checks recipient i and returns its locale in
+// canonical form. zones remembers which time zone names were found valid:
+// loading a zone reads a file, and a fan-out to 100,000 recipients names
+// the same few zones over and over.
+func validateRecipientRef(v *ValidationError, i int, r RecipientRef, zones map[string]bool) string {
 	field := func(name string) string { return fmt.Sprintf("recipients[%d].%s", i, name) }
 	switch {
 	case strings.TrimSpace(r.ID) == "":
@@ -807,7 +812,11 @@ func validateRecipientRef(v *ValidationError, i int, r RecipientRef, zones map[s
 		v.Add(field("id"), "is longer than 255 characters")
 	}
 	if !r.Inline {
-		return
+		return ""
+	}
+	locale, err := i18n.Parse(r.Locale)
+	if err != nil {
+		v.Add(field("locale"), err.Error())
 	}
 	if len(r.Name) > maxRecipientName {
 		v.Add(field("name"), fmt.Sprintf("is longer than %d bytes", maxRecipientName))
@@ -830,6 +839,7 @@ func validateRecipientRef(v *ValidationError, i int, r RecipientRef, zones map[s
 			v.Add(field("timezone"), fmt.Sprintf("unknown time zone %q: use an IANA name such as Europe/Berlin", r.Timezone))
 		}
 	}
+	return locale
 }
 
 // maxEmailLen is the longest address SMTP can carry (RFC 5321's path
