@@ -64,6 +64,12 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, db.ErrNotFound):
 		s.badLink(w, r, mailtemplates.ErrBadLink, unsubscribeNext)
 		return
+	case oneClick && (errors.Is(err, db.ErrRequiredThread) || errors.Is(err, db.ErrNotThread)):
+		w.WriteHeader(http.StatusOK) // a type made required since: nothing to stop
+		return
+	case errors.Is(err, db.ErrRequiredThread), errors.Is(err, db.ErrNotThread):
+		s.message(w, r, http.StatusConflict, "This conversation cannot be turned off", "It is about something that cannot be turned off, such as security alerts.")
+		return
 	case err != nil:
 		s.pageError(w, r, err)
 		return
