@@ -24,38 +24,53 @@ var ErrRequiredThread = errors.New("a required type's conversation cannot be mut
 // conversation: not "type+key" of a known type.
 var ErrNotThread = errors.New("not a conversation")
 
-// MuteThreadUntil mutes one thread (a batch key "type+event key") for a
-// recipient until the given time, or for good when until is nil. Muting
-// it again replaces the end time: the latest choice holds. It refuses a
-// key of no known type (ErrNotThread) and a required type's
-// (ErrRequiredThread), holding the recipient's row lock so that a mute
-// and its undo at once end in one order or the other.
-func MuteThreadUntil(ctx context.Context, q Querier, recipientID, batchKey string, until *time.Time) (*Recipient, error) {
-	typ, key, ok := strings.Cut(batchKey, "+")
-	if !ok || typ == "" || key == "" {
-		return nil, ErrNotThread
+// MuteThreadFor mutes one thread (a batch key "type+event key") for a
+// recipient for d from now, or for good when d is 0, and returns when the
+// mute ends (nil: never). The end is reckoned on the database's clock,
+// the one ingest and flush check it against. Muting again replaces the
+// end: the latest choice holds. It refuses a key of no known type
+// (ErrNotThread) and a required type's (ErrRequiredThread), and holds the
+// recipient's row lock, so that a mute and its undo at once end in one
+// order or the other.
+func MuteThreadFor(ctx context.Context, q Querier, recipientID, batchKey string, d time.Duration) (*Recipient, *time.Time, error) {
+	typ, ok := ThreadType(batchKey)
+	if !ok || d < 0 {
+		return nil, nil, ErrNotThread
 	}
 	rec, err := LockRecipient(ctx, q, recipientID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var required bool
 	err = q.QueryRow(ctx, `SELECT required FROM notification_types WHERE key = $1`, typ).Scan(&required)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, ErrNotThread
+		return nil, nil, ErrNotThread
 	case err != nil:
-		return nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
+		return nil, nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	case required:
-		return nil, ErrRequiredThread
+		return nil, nil, ErrRequiredThread
 	}
-	_, err = q.Exec(ctx, `INSERT INTO muted_threads (recipient_id, batch_key, until) VALUES ($1, $2, $3)
-		ON CONFLICT (recipient_id, batch_key) DO UPDATE SET until = excluded.until, created_at = now()`,
-		recipientID, batchKey, until)
+	var until *time.Time
+	err = q.QueryRow(ctx, `INSERT INTO muted_threads (recipient_id, batch_key, until)
+		VALUES ($1, $2, CASE WHEN $3::bigint > 0 THEN date_trunc('second', now()) + $3 * interval '1 second' END)
+		ON CONFLICT (recipient_id, batch_key) DO UPDATE SET until = excluded.until, created_at = now()
+		RETURNING until`, recipientID, batchKey, int64(d/time.Second)).Scan(&until)
 	if err != nil {
-		return nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
+		return nil, nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	}
-	return rec, nil
+	return rec, until, nil
+}
+
+// maxThreadKey is the longest batch key a thread can have: a type key
+// (100 bytes) and an event's batch key (255), as events are checked.
+const maxThreadKey = 100 + 1 + 255
+
+// ThreadType returns the type of a thread's batch key ("comment" for
+// "comment+document:7"); ok is false for a key that names no thread.
+func ThreadType(batchKey string) (typ string, ok bool) {
+	typ, key, ok := strings.Cut(batchKey, "+")
+	return typ, ok && typ != "" && key != "" && len(batchKey) <= maxThreadKey
 }
 
 // MutedFor returns which of the recipients ids have thread batchKey

@@ -166,7 +166,7 @@ func Unsubscribe(ctx context.Context, q Querier, recipientID string, types []str
 // batch key of an email whose type unsubscribes by thread. Batches with
 // that key are then canceled at their flush (SkipMutedThread).
 func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*Unsubscribed, error) {
-	rec, err := MuteThreadUntil(ctx, q, recipientID, batchKey, nil)
+	rec, _, err := MuteThreadFor(ctx, q, recipientID, batchKey, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -80,8 +80,13 @@ func (s *Server) muteConfirm(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	typ, _, _ := strings.Cut(l.thread, "+")
-	if t, err := db.GetType(r.Context(), s.DB.Pool, typ); err != nil || t.Required {
+	typ, ok := db.ThreadType(l.thread)
+	t, err := db.GetType(r.Context(), s.DB.Pool, typ)
+	switch {
+	case err != nil && !isNotFound(err):
+		s.pageError(w, r, err)
+		return
+	case !ok || err != nil || t.Required:
 		s.message(w, r, http.StatusConflict, l.lang.T("mute_required_heading", nil), l.lang.T("mute_required", nil))
 		return
 	}
@@ -108,23 +113,19 @@ func (s *Server) muteThread(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	var until *time.Time
-	found := false
+	d := time.Duration(-1)
 	for _, c := range muteChoices {
 		if r.PostFormValue("for") == c.value {
-			found = true
-			if c.d > 0 {
-				t := s.now().Add(c.d).Truncate(time.Second)
-				until = &t
-			}
+			d = c.d
 		}
 	}
-	if !found {
+	if d < 0 {
 		s.message(w, r, http.StatusUnprocessableEntity, l.lang.T("mute_bad_choice_heading", nil), l.lang.T("mute_bad_choice", nil))
 		return
 	}
-	err := s.DB.InTx(r.Context(), func(tx pgx.Tx) error {
-		_, err := db.MuteThreadUntil(r.Context(), tx, l.rec.ID, l.thread, until)
+	var until *time.Time
+	err := s.DB.InTx(r.Context(), func(tx pgx.Tx) (err error) {
+		_, until, err = db.MuteThreadFor(r.Context(), tx, l.rec.ID, l.thread, d)
 		return err
 	})
 	switch {
