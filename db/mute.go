@@ -33,8 +33,24 @@ var ErrNotThread = errors.New("not a conversation")
 // recipient's row lock, so that a mute and its undo at once end in one
 // order or the other.
 func MuteThreadFor(ctx context.Context, q Querier, recipientID, batchKey string, d time.Duration) (*Recipient, *time.Time, error) {
+	if d < 0 {
+		return nil, nil, ErrNotThread
+	}
+	return muteThread(ctx, q, recipientID, batchKey, `date_trunc('second', now()) + $3 * interval '1 second'`, int64(d/time.Second), d > 0)
+}
+
+// MuteThreadUntil is MuteThreadFor with the end given as a time, as the
+// API takes it.
+func MuteThreadUntil(ctx context.Context, q Querier, recipientID, batchKey string, until time.Time) error {
+	_, _, err := muteThread(ctx, q, recipientID, batchKey, `$3::timestamptz`, until, true)
+	return err
+}
+
+// muteThread writes a mute ending at the SQL expression until (of $3,
+// which is arg) when ends, else for good.
+func muteThread(ctx context.Context, q Querier, recipientID, batchKey, until string, arg any, ends bool) (*Recipient, *time.Time, error) {
 	typ, ok := ThreadType(batchKey)
-	if !ok || d < 0 {
+	if !ok {
 		return nil, nil, ErrNotThread
 	}
 	rec, err := LockRecipient(ctx, q, recipientID)
@@ -51,15 +67,23 @@ func MuteThreadFor(ctx context.Context, q Querier, recipientID, batchKey string,
 	case required:
 		return nil, nil, ErrRequiredThread
 	}
-	var until *time.Time
+	var end *time.Time
 	err = q.QueryRow(ctx, `INSERT INTO muted_threads (recipient_id, batch_key, until)
-		VALUES ($1, $2, CASE WHEN $3::bigint > 0 THEN date_trunc('second', now()) + $3 * interval '1 second' END)
+		VALUES ($1, $2, CASE WHEN $4 THEN `+until+` END)
 		ON CONFLICT (recipient_id, batch_key) DO UPDATE SET until = excluded.until, created_at = now()
-		RETURNING until`, recipientID, batchKey, int64(d/time.Second)).Scan(&until)
+		RETURNING until`, recipientID, batchKey, arg, ends).Scan(&end)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	}
-	return rec, until, nil
+	return rec, end, nil
+}
+
+// UnmuteAll turns every conversation a recipient muted back on.
+func UnmuteAll(ctx context.Context, q Querier, recipientID string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM muted_threads WHERE recipient_id = $1`, recipientID); err != nil {
+		return fmt.Errorf("unmute all of %s: %w", recipientID, err)
+	}
+	return nil
 }
 
 // maxThreadKey is the longest batch key a thread can have: a type key

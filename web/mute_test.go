@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -235,5 +236,52 @@ func TestFeedGroupsOfferAMuteLink(t *testing.T) {
 				t.Errorf("a required type's group offers %q", mute)
 			}
 		}
+	}
+}
+
+// TestPreferencesAPIMutesConversations: the host mutes and turns back on
+// conversations through the preferences API, and what a mute cannot be
+// is refused naming the field, with nothing changed.
+func TestPreferencesAPIMutesConversations(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	got := a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences",
+		`{"muted":{"comment+doc:7":{"until":"`+until.Format(time.RFC3339)+`"},"comment+doc:8":{}}}`, 200)["muted"].(map[string]any)
+	if len(got) != 2 || got["comment+doc:7"].(map[string]any)["until"] != until.Format(time.RFC3339) || got["comment+doc:8"].(map[string]any)["until"] != nil {
+		t.Fatalf("muted: %v", got)
+	}
+	if res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"c","name":"Chen"},"batch_key":"doc:7","recipients":["u_bob"]}`, 202); len(res["batches"].([]any)) != 0 {
+		t.Fatalf("a comment of a muted conversation: %v", res)
+	}
+	got = a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences", `{"muted":{"comment+doc:7":null}}`, 200)["muted"].(map[string]any)
+	if len(got) != 1 || got["comment+doc:8"] == nil {
+		t.Fatalf("after turning doc:7 back on: %v", got)
+	}
+	many := map[string]any{}
+	for i := range 101 {
+		many["comment+doc:"+itoa(int64(i))] = map[string]any{}
+	}
+	manyJSON, _ := json.Marshal(map[string]any{"muted": many})
+	for body, field := range map[string]string{
+		`{"muted":{"security+login":{}}}`:                                                  "muted.security+login",
+		`{"muted":{"nosuch+x":{}}}`:                                                        "muted.nosuch+x",
+		`{"muted":{"comment":{}}}`:                                                         "muted.comment",
+		`{"muted":{"comment+` + strings.Repeat("x", 400) + `":{}}}`:                        "muted.comment+" + strings.Repeat("x", 400),
+		`{"muted":{"comment+doc:9":{"until":"2020-01-01T00:00:00Z"}}}`:                     "muted.comment+doc:9.until",
+		`{"muted":{"comment+doc:9":{"until":"2099-01-01T00:00:00Z"}}}`:                     "muted.comment+doc:9.until",
+		`{"muted":{"comment+doc:9":{}, "comment+doc:8":{"until":"2020-01-01T00:00:00Z"}}}`: "muted.comment+doc:8.until",
+		string(manyJSON): "muted",
+	} {
+		status, p := a.call(t, "PUT", "/api/v1/recipients/u_bob/preferences", body)
+		if status != 422 || fieldOf(p) != field {
+			t.Errorf("%.80s: %d %v", body, status, p)
+		}
+	}
+	if n := mutedRows(t, a); n != 1 {
+		t.Fatalf("%d mutes after refused requests, want 1", n)
+	}
+	if got := a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences", `{"muted":null}`, 200)["muted"].(map[string]any); len(got) != 0 {
+		t.Fatalf("after muted: null: %v", got)
 	}
 }
