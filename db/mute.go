@@ -116,3 +116,31 @@ func MutedFor(ctx context.Context, q Querier, ids []string, batchKey string) (ma
 	}
 	return out, nil
 }
+
+// LiveMutes returns the conversations each of the recipients ids has
+// muted now, with when each mute ends (the zero time: never), for a
+// simulation to honour as the engine does.
+func LiveMutes(ctx context.Context, q Querier, ids []string) (map[string]map[string]time.Time, error) {
+	rows, err := q.Query(ctx, `SELECT m.recipient_id, m.batch_key, m.until FROM muted_threads m
+		WHERE m.recipient_id = ANY($1) AND `+muteLive, ids)
+	if err != nil {
+		return nil, fmt.Errorf("muted threads to simulate: %w", err)
+	}
+	out := map[string]map[string]time.Time{}
+	var id, key string
+	var until *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &key, &until}, func() error {
+		if out[id] == nil {
+			out[id] = map[string]time.Time{}
+		}
+		out[id][key] = time.Time{}
+		if until != nil {
+			out[id][key] = *until
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("muted threads to simulate: %w", err)
+	}
+	return out, nil
+}

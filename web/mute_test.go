@@ -285,3 +285,25 @@ func TestPreferencesAPIMutesConversations(t *testing.T) {
 		t.Fatalf("after muted: null: %v", got)
 	}
 }
+
+// TestSimulatorHonoursMutes: replayed under the current settings, a
+// muted conversation sends nothing, as the engine sent nothing, while
+// another of its type still makes its email.
+func TestSimulatorHonoursMutes(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob/preferences", `{"muted":{"comment+doc:7":{}}}`, 200)
+	for _, thread := range []string{"doc:7", "doc:7", "doc:8"} {
+		a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"a","name":"Alice"},"batch_key":"`+thread+`","recipients":["u_bob"]}`, 202)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM batches"); n != 1 {
+		t.Fatalf("the engine opened %d batches, want 1", n)
+	}
+	rep := a.mustCall(t, "POST", "/api/v1/simulations", `{`+hourRange()+`}`, 200)
+	for _, r := range rep["results"].([]any) {
+		m := r.(map[string]any)
+		if m["name"] == "Current settings" && m["overall"].(map[string]any)["emails"].(float64) != 1 {
+			t.Errorf("the simulator sends %v emails, want 1: %v", m["overall"].(map[string]any)["emails"], m["overall"])
+		}
+	}
+}
