@@ -136,3 +136,24 @@ func TestRequiredThreadCannotBeMuted(t *testing.T) {
 		t.Fatalf("muting a required type's thread: %v", err)
 	}
 }
+
+// TestPruneDropsEndedMutes: retention removes mutes past their end and
+// keeps those still running and those for good.
+func TestPruneDropsEndedMutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment"})
+	b.recipient(t, "bob", "UTC")
+	b.mute(t, "comment+doc:7", time.Hour)
+	b.mute(t, "comment+doc:8", time.Hour)
+	b.mute(t, "comment+doc:9", 0)
+	if _, err := b.db.Pool.Exec(context.Background(), `UPDATE muted_threads SET until = now() - interval '1 second' WHERE batch_key = 'comment+doc:7'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Prune(context.Background(), b.db.Pool, b.clock.Now().Add(-720*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM muted_threads WHERE batch_key <> 'comment+doc:7'"); n != 2 || b.count(t, "SELECT count(*) FROM muted_threads") != 2 {
+		t.Fatalf("%d mutes kept, want the two still running", n)
+	}
+}
