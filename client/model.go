@@ -134,6 +134,14 @@ type Preferences struct {
 	QuietHours   *QuietHours               `json:"quiet_hours"`
 	Unsubscribed bool                      `json:"unsubscribed"`
 	Types        map[string]TypePreference `json:"types"`
+	// Muted are the conversations muted now, by batch key.
+	Muted map[string]Mute `json:"muted"`
+}
+
+// Mute is one muted conversation; a nil Until mutes it until it is
+// turned back on.
+type Mute struct {
+	Until *time.Time `json:"until"`
 }
 
 // Digest is when digests go out, "HH:MM" in the recipient's time zone.
@@ -174,6 +182,9 @@ type PreferencesPatch struct {
 	QuietHours   Nullable[QuietHours]                               `json:"quiet_hours,omitzero"`
 	Unsubscribed *bool                                              `json:"unsubscribed,omitempty"`
 	Types        Nullable[map[string]Nullable[TypePreferencePatch]] `json:"types,omitzero"`
+	// Muted mutes conversations by batch key, or with Null turns one (or,
+	// for the whole map, every one) back on.
+	Muted Nullable[map[string]Nullable[Mute]] `json:"muted,omitzero"`
 }
 
 // TypePreferencePatch changes one type's choice; Null clears a parameter
@@ -217,6 +228,9 @@ type FeedGroup struct {
 	Unread        int         `json:"unread"`
 	LatestAt      time.Time   `json:"latest_at"`
 	Notifications []FeedEntry `json:"notifications"`
+	// MuteURL is a signed link to the page that mutes the group's
+	// conversation; empty for a group that is not one.
+	MuteURL string `json:"mute_url,omitempty"`
 }
 
 // FeedEntry is one notification in the feed.

@@ -13,7 +13,8 @@ const pruneChunk = 5000
 // Prune deletes what lull keeps about finished work once it is older than
 // cutoff: batches sent, canceled or failed before it (their deliveries and
 // delivery attempts go with them), skips, outbox emails, bounce reports
-// and idempotency keys written before it, and expired operator sessions. Open and flushing
+// and idempotency keys written before it, expired operator sessions and
+// ended mutes. Open and flushing
 // batches stay however old they are, and so does the audit log. It returns
 // how many rows went, by table.
 func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, error) {
@@ -56,6 +57,11 @@ func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, 
 		return out, fmt.Errorf("prune operator_sessions: %w", err)
 	}
 	out["operator_sessions"] = tag.RowsAffected()
+	// A mute past its end stops nothing and is listed nowhere.
+	if tag, err = q.Exec(ctx, `DELETE FROM muted_threads WHERE until < now()`); err != nil {
+		return out, fmt.Errorf("prune muted_threads: %w", err)
+	}
+	out["muted_threads"] = tag.RowsAffected()
 	return out, nil
 }
 

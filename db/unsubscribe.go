@@ -36,18 +36,20 @@ const SkipMutedThread = "muted thread"
 // notifications of other batches belong to such a thread: a digest's key
 // is its cadence ("daily"), so a thread muted before the recipient chose
 // a digest is found by its items' type and event batch key. Required
-// types ignore the mute. It starts from muted_threads, so a recipient
-// with none costs nothing; a flush reads it with the rest.
+// types ignore the mute, and so does a mute past its end (muteLive). It
+// starts from muted_threads, so a recipient with none costs nothing; a
+// flush reads it with the rest.
 const mutedBatchesQuery = `SELECT b.id, NULL::bigint FROM batches b
 	JOIN muted_threads m ON m.recipient_id = b.recipient_id AND m.batch_key = b.batch_key
-	WHERE b.id = ANY($1)
+	WHERE b.id = ANY($1) AND ` + muteLive + `
 	UNION ALL
 	SELECT n.batch_id, n.id FROM batches b
 	JOIN muted_threads m ON m.recipient_id = b.recipient_id AND m.batch_key <> b.batch_key
 	JOIN notifications n ON n.batch_id = b.id AND n.retracted_at IS NULL
 	JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
 	JOIN notification_types t ON t.key = n.type_key AND NOT t.required
-	WHERE b.id = ANY($1) AND e.batch_key <> '' AND m.batch_key = n.type_key || '+' || e.batch_key`
+	WHERE b.id = ANY($1) AND e.batch_key <> '' AND m.batch_key = n.type_key || '+' || e.batch_key
+	  AND ` + muteLive
 
 // readMutedBatches marks the batches mutedBatchesQuery found, and takes
 // the muted threads' items out of the others; a batch left with none is
@@ -160,18 +162,13 @@ func Unsubscribe(ctx context.Context, q Querier, recipientID string, types []str
 	return u, nil
 }
 
-// MuteThread unsubscribes a recipient from one thread: the batch key of
-// an email whose type unsubscribes by thread. Batches with that key are
-// then canceled at their flush (SkipMutedThread).
+// MuteThread unsubscribes a recipient from one thread for good: the
+// batch key of an email whose type unsubscribes by thread. Batches with
+// that key are then canceled at their flush (SkipMutedThread).
 func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*Unsubscribed, error) {
-	rec, err := LockRecipient(ctx, q, recipientID)
+	rec, _, err := MuteThreadFor(ctx, q, recipientID, batchKey, 0)
 	if err != nil {
 		return nil, err
-	}
-	_, err = q.Exec(ctx, `INSERT INTO muted_threads (recipient_id, batch_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-		recipientID, batchKey)
-	if err != nil {
-		return nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	}
 	return &Unsubscribed{Recipient: rec, Undo: Undo{Thread: batchKey}}, nil
 }
@@ -180,15 +177,18 @@ func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*
 type MutedThread struct {
 	BatchKey  string
 	CreatedAt time.Time
+	// Until is when the mute ends; nil mutes it for good.
+	Until *time.Time
 }
 
 // maxMutedShown bounds the threads a settings page lists.
 const maxMutedShown = 200
 
-// MutedThreads lists the threads a recipient stopped, newest first.
+// MutedThreads lists the threads a recipient stopped, newest first; a
+// mute past its end stops nothing and is not listed.
 func MutedThreads(ctx context.Context, q Querier, recipientID string) ([]MutedThread, error) {
-	rows, err := q.Query(ctx, `SELECT batch_key, created_at FROM muted_threads WHERE recipient_id = $1
-		ORDER BY created_at DESC, batch_key LIMIT $2`, recipientID, maxMutedShown)
+	rows, err := q.Query(ctx, `SELECT batch_key, created_at, until FROM muted_threads m WHERE recipient_id = $1
+		AND `+muteLive+` ORDER BY created_at DESC, batch_key LIMIT $2`, recipientID, maxMutedShown)
 	if err != nil {
 		return nil, fmt.Errorf("muted threads of %s: %w", recipientID, err)
 	}

@@ -17,6 +17,9 @@ func branded(in Input, b Brand) Input {
 	in.From = "notify@acme.example"
 	in.SettingsURL = "https://docs.acme.example/settings/enter?token=s"
 	in.UnsubscribeURL = "https://docs.acme.example/unsubscribe?token=u"
+	if in.MuteURL != "" {
+		in.MuteURL = "https://docs.acme.example/mute?token=m"
+	}
 	return in
 }
 

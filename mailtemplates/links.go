@@ -15,6 +15,7 @@ import (
 const (
 	PurposeSettings    = "settings"
 	PurposeUnsubscribe = "unsubscribe"
+	PurposeMute        = "mute"
 )
 
 // ErrBadLink is returned for a tampered or malformed link, or one made for
@@ -110,6 +111,16 @@ func (l Links) UnsubscribeThreadURL(recipientID, batchKey string, now time.Time)
 		return l.UnsubscribeURL(recipientID, []string{typ}, now), false
 	}
 	return link, true
+}
+
+// MuteURL returns the link that mutes one conversation (a batch key
+// "type+event key") for recipientID: a page that asks for how long, then
+// mutes it. It lives as long as an unsubscribe link, so an old email
+// still quiets its thread. The token carries the key, so a link names
+// exactly the conversation of its email and no other.
+func (l Links) MuteURL(recipientID, batchKey string, now time.Time) string {
+	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
+	return l.url("/mute", l.SignedToken(PurposeMute, recipientID, batchKey, exp))
 }
 
 // threadMark starts the data of a thread's link; type keys cannot hold it.

@@ -93,6 +93,9 @@ type Input struct {
 	Date time.Time
 	// SettingsURL and UnsubscribeURL are the signed links of the footer.
 	SettingsURL, UnsubscribeURL string
+	// MuteURL mutes the email's conversation (see Links.MuteURL); empty
+	// for an email about no one conversation, such as a digest.
+	MuteURL string
 	// UnsubscribeThread says the unsubscribe link stops only this
 	// email's thread, and the footer says so.
 	UnsubscribeThread bool

@@ -94,6 +94,8 @@ type view struct {
 	Product, ProductURL, Logo, Accent string
 	// UnsubscribeLabel names what the unsubscribe link stops.
 	UnsubscribeLabel string
+	// MuteURL mutes the email's conversation; MuteLabel is its word.
+	MuteURL, MuteLabel string
 	// Lang and Dir are the email's language and direction; SentTo,
 	// ChooseLabel and ViewAll the footer's and buttons' words in it.
 	Lang, Dir, SentTo, ChooseLabel string
@@ -170,6 +172,7 @@ func Render(in Input) (*Message, error) {
 		Email:          oneLine(in.Recipient.Email),
 		SettingsURL:    in.SettingsURL,
 		UnsubscribeURL: in.UnsubscribeURL,
+		MuteURL:        in.MuteURL,
 	}
 	v.setWords(in.Locale)
 	if in.UnsubscribeThread {
@@ -291,6 +294,7 @@ func (v *view) setWords(lang i18n.Locale) {
 	v.lang, v.Lang, v.Dir = lang, lang.Tag(), lang.Dir()
 	v.UnsubscribeLabel = lang.T("footer_unsubscribe", nil)
 	v.ChooseLabel = lang.T("footer_choose", nil)
+	v.MuteLabel = lang.T("mute_footer", nil)
 	if v.Email != "" {
 		v.SentTo = lang.T("footer_sent_to", map[string]any{"Email": v.Email})
 		if v.Product != "" {

@@ -96,9 +96,13 @@ func layouts() map[string]Input {
 		Items: []Item{event("Alice", "Q3 plan", "Looks good", 2)}}
 	weekly := input("weekly", comments(), shares(), failures())
 	weekly.Since = sent.Add(-12 * 24 * time.Hour)
+	// An email about one conversation offers to mute it; a digest does not.
+	one, cooldown := input("immediate", single), input("cooldown", comments())
+	one.MuteURL = "https://lull.example/mute?token=m"
+	cooldown.MuteURL = one.MuteURL
 	return map[string]Input{
-		"single":   input("immediate", single),
-		"cooldown": input("cooldown", comments()),
+		"single":   one,
+		"cooldown": cooldown,
 		"digest":   input("daily", comments(), shares()),
 		"weekly":   weekly,
 	}

@@ -409,8 +409,15 @@ func TestUnsubscribeFromAThread(t *testing.T) {
 		t.Fatalf("one-click: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, got := send("doc:7"); got != "canceled muted thread" {
-		t.Errorf("the muted thread's next email: %s", got)
+	// The muted thread's next comment opens no batch: the skip log
+	// says why.
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"a","name":"Alice"},
+		"object":{"title":"Q3 plan"},"batch_key":"doc:7","recipients":["u_bob"]}`, 202)
+	if len(res["batches"].([]any)) != 0 || res["suppressed"] != float64(1) {
+		t.Errorf("the muted thread's next comment: %v", res)
+	}
+	if n := countRows(t, a.db, "SELECT count(*) FROM skips WHERE recipient_id = 'u_bob' AND reason = 'muted thread'"); n != 1 {
+		t.Errorf("%d muted-thread skips, want 1", n)
 	}
 	if _, got := send("doc:8"); got != "sent " {
 		t.Errorf("another thread: %s", got)

@@ -25,7 +25,11 @@ type FeedGroup struct {
 	Unread        int         `json:"unread"`
 	LatestAt      time.Time   `json:"latest_at"`
 	Notifications []FeedEntry `json:"notifications"`
-	items         []db.Item   // newest first, as the feed reads them
+	// MuteURL is a signed link to the page that mutes this conversation
+	// for the recipient, for the host's feed to offer; only for a group
+	// with a batch key of a type that is not required.
+	MuteURL string    `json:"mute_url,omitempty"`
+	items   []db.Item // newest first, as the feed reads them
 }
 
 // FeedEntry is one notification in the feed.
@@ -151,6 +155,9 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 		t.DisplayLimit, t.ItemOrder = len(g.items), "latest"
 		slices.Reverse(g.items) // Group takes them in arrival order
 		g.Text = mailtemplates.HeadingIn(batching.Group(t, g.items), loc, lang)
+		if g.BatchKey != "" && !types[g.Type].Required {
+			g.MuteURL = s.Links.MuteURL(rec.ID, g.Type+"+"+g.BatchKey, s.now())
+		}
 	}
 	return groups, nil
 }

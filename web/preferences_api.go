@@ -22,6 +22,9 @@ import (
 // PreferencesBody is a recipient's preferences as the API shows and takes
 // them. Types not listed follow the type's defaults.
 type PreferencesBody struct {
+	// Muted are the conversations muted now, by batch key; only the API
+	// reads and writes them (see mute_api.go).
+	Muted        map[string]MuteBody `json:"muted"`
 	Timezone     string              `json:"timezone"`
 	Digest       DigestBody          `json:"digest"`
 	QuietHours   *QuietHoursBody     `json:"quiet_hours"`
@@ -59,6 +62,7 @@ type QuietHoursBody struct {
 // type's own). null elsewhere is refused, unsubscribed included: an
 // unsubscribe is only ever undone by an explicit false.
 type PreferencesPatch struct {
+	Muted        Optional[mutePatches]     `json:"muted"`
 	Timezone     Optional[string]          `json:"timezone"`
 	Digest       Optional[DigestPatch]     `json:"digest"`
 	QuietHours   Optional[QuietHoursPatch] `json:"quiet_hours"`
@@ -367,7 +371,19 @@ func (s *Server) getPreferences(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, preferencesBody(rec, prefs))
+	s.writePreferences(w, r, rec, prefs)
+}
+
+// writePreferences answers with the stored preferences and the muted
+// conversations.
+func (s *Server) writePreferences(w http.ResponseWriter, r *http.Request, rec *db.Recipient, prefs map[string]db.TypePreference) {
+	b := preferencesBody(rec, prefs)
+	var err error
+	if b.Muted, err = s.mutedBody(r.Context(), rec.ID); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) loadPreferences(ctx context.Context, id string) (*db.Recipient, map[string]db.TypePreference, error) {
@@ -395,6 +411,15 @@ func (s *Server) putPreferences(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
+	var muteErrs []FieldError
+	if p.Muted.Set {
+		types, err := db.ListTypes(ctx, s.DB.Bun)
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		muteErrs = checkMutes(p.Muted, types, s.now())
+	}
 	id := r.PathValue("id")
 	err = s.DB.InTx(ctx, func(tx pgx.Tx) error {
 		rec, err := db.LockRecipient(ctx, tx, id)
@@ -407,10 +432,13 @@ func (s *Server) putPreferences(w http.ResponseWriter, r *http.Request) {
 		}
 		body, errs := p.mergeOnto(preferencesBody(rec, stored))
 		rows, more := applyPreferences(rec, body, known)
-		if errs = append(errs, more...); len(errs) > 0 {
+		if errs = append(append(errs, more...), muteErrs...); len(errs) > 0 {
 			return Invalid(errs...)
 		}
-		return db.SavePreferences(ctx, tx, rec, rows)
+		if err := db.SavePreferences(ctx, tx, rec, rows); err != nil {
+			return err
+		}
+		return applyMutes(ctx, tx, id, p.Muted)
 	})
 	if err != nil {
 		s.problem(w, r, err)
@@ -421,7 +449,7 @@ func (s *Server) putPreferences(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, preferencesBody(rec, prefs))
+	s.writePreferences(w, r, rec, prefs)
 }
 
 func (s *Server) typeKeys(ctx context.Context) (map[string]bool, error) {

@@ -400,7 +400,7 @@ func (s *Server) threadOptions(ctx context.Context, id string, types []db.Type) 
 		}
 		out[i] = views.Option{Value: th.BatchKey, Label: label}
 	}
-	return out, nil
+	return out, s.muteEnds(ctx, id, threads, out)
 }
 
 // settingsUnmute turns a stopped thread back on from the settings page.

@@ -66,6 +66,13 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, db.ErrNotFound):
 		s.badLink(w, r, mailtemplates.ErrBadLink, unsubscribeNext)
 		return
+	case oneClick && (errors.Is(err, db.ErrRequiredThread) || errors.Is(err, db.ErrNotThread)):
+		w.WriteHeader(http.StatusOK) // a type made required since: nothing to stop
+		return
+	case errors.Is(err, db.ErrRequiredThread), errors.Is(err, db.ErrNotThread):
+		l := s.pageLocale(r, "") // the link failed before naming its recipient's locale
+		s.localMessage(w, r, http.StatusConflict, l, "mute_required_heading", l.T("mute_required", nil))
+		return
 	case err != nil:
 		s.pageError(w, r, err)
 		return

@@ -88,6 +88,19 @@ func unsubscribeThread(fc *db.FlushContent) string {
 	return b.BatchKey
 }
 
+// conversation is the batch key an email's mute link mutes: set when
+// the batch holds one type that is not required and its events named a
+// thread (a batch_key of their own). A digest mixes conversations, and
+// a batch without a thread key is the whole type: unsubscribing is the
+// way to stop those.
+func conversation(fc *db.FlushContent) string {
+	b := fc.Batch
+	if b.TypeKey == nil || required(fc) || !strings.HasPrefix(b.BatchKey, *b.TypeKey+"+") {
+		return ""
+	}
+	return b.BatchKey
+}
+
 // MessageID is the batch's Message-ID, "batch-42.<installation>@domain".
 // It is derived from the batch, so a resend after a crash carries the
 // same one and mail systems can tell it is one email; and from the
@@ -226,6 +239,9 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	in := input(fc.Batch, rec, items, fc.Types, i18n.Resolve(cmp.Or(e.Locale, rec.Locale), "", e.DefaultLocale))
 	in.ThreadKey = threadKey(fc.Batch, &in)
 	e.Address(&in, now)
+	if key := conversation(fc); key != "" {
+		in.MuteURL = e.Links.MuteURL(rec.ID, key, now)
+	}
 	if key := unsubscribeThread(fc); key != "" {
 		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
 	}

@@ -658,6 +658,9 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 		}
 		policies[id] = p
 	}
+	if err := r.skipMuted(ctx, tx, policies, &historic); err != nil {
+		return err
+	}
 	r.historic = historic
 	if err := r.applyHistory(ctx, tx, historic, policies); err != nil {
 		return err
@@ -685,6 +688,33 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 		r.joins = append(r.joins, j)
 	}
 	sort.Slice(r.joins, func(a, b int) bool { return r.joins[a].RecipientID < r.joins[b].RecipientID })
+	return nil
+}
+
+// skipMuted takes the recipients who muted the event's thread out of
+// policies (and historic), and logs a skip for each: their notification
+// opens and extends no batch, and the skip log says why. A required
+// type's thread cannot be muted, and an event without a batch key names
+// no thread.
+func (r *router) skipMuted(ctx context.Context, tx pgx.Tx, policies map[string]preferences.Policy, historic *[]string) error {
+	if r.eventBatchKey == "" || r.typ.Required || len(policies) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(policies))
+	for id := range policies {
+		ids = append(ids, id)
+	}
+	muted, err := db.MutedFor(ctx, tx, ids, r.typ.Key+"+"+r.eventBatchKey)
+	if err != nil || len(muted) == 0 {
+		return err
+	}
+	for _, id := range ids {
+		if muted[id] {
+			delete(policies, id)
+			r.skip(id, db.SkipMutedThread)
+		}
+	}
+	*historic = slices.DeleteFunc(*historic, func(id string) bool { return muted[id] })
 	return nil
 }
 

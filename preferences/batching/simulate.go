@@ -71,10 +71,26 @@ func SimulationSettings(ctx context.Context, d *db.DB, from, to time.Time, uploa
 		}
 		s.Recipients[r.ID] = rc
 	}
+	if err := simulationMutes(ctx, d, s); err != nil {
+		return nil, err
+	}
 	if upload != nil {
 		upload.Apply(s)
 	}
 	return s, nil
+}
+
+// simulationMutes gives the recipients the conversations they muted.
+func simulationMutes(ctx context.Context, d *db.DB, s *simulate.Settings) error {
+	ids := make([]string, 0, len(s.Recipients))
+	for id := range s.Recipients {
+		ids = append(ids, id)
+	}
+	mutes, err := db.LiveMutes(ctx, d.Pool, ids)
+	for id, m := range mutes {
+		s.Recipients[id].Muted = m
+	}
+	return err
 }
 
 // KnownTypes reports whether a policy may name a type: it is registered,

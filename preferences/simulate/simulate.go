@@ -66,6 +66,17 @@ type Recipient struct {
 	Schedule     preferences.Schedule
 	// Overrides are the recipient's own choices by type key.
 	Overrides map[string]*preferences.Override
+	// Muted are the conversations the recipient muted, by batch key
+	// ("comment+doc:7"), each with when its mute ends (the zero time:
+	// never). A policy changes modes, not mutes: every one honours them.
+	Muted map[string]time.Time
+}
+
+// mutes reports whether the recipient muted the conversation thread at
+// the instant at, as the engine's ingest decides.
+func (rc *Recipient) mutes(thread string, at int64) bool {
+	until, ok := rc.Muted[thread]
+	return ok && (until.IsZero() || until.UnixNano() > at)
 }
 
 // DefaultRecipient is a recipient lull knows nothing about yet: active,
@@ -562,6 +573,12 @@ func (rn *run) route(ev *blockEvent, blk *block, ri int32, rc *Recipient) {
 	}
 	p := preferences.Effective(t.defaults, rn.override(rc, t), rc.Unsubscribed)
 	if p.Mode == preferences.Never {
+		rn.tally.types[typ].suppressed++
+		return
+	}
+	// The cooldown key is the conversation's: the type and the event's
+	// batch key. A required type's cannot be muted.
+	if len(rc.Muted) > 0 && !t.defaults.Required && rc.mutes(blk.keys[ev.keys[modeIndex(preferences.Cooldown)]], now) {
 		rn.tally.types[typ].suppressed++
 		return
 	}
