@@ -82,7 +82,7 @@ func TestMutePageSpeaksTheRecipientsLanguage(t *testing.T) {
 	a, link := muteSetup(t)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"locale":"de"}`, 200)
 	_, doc := getDoc(t, browserClient(t), link)
-	if h1 := doc.Find("h1").Text(); h1 != "Diese Unterhaltung stummschalten?" || doc.Find("main").AttrOr("lang", "") != "de" {
+	if h1 := doc.Find("h1").Text(); h1 != "Diese Unterhaltung stummschalten?" || doc.Find("html").AttrOr("lang", "") != "de" {
 		t.Errorf("a German recipient's page: %q", h1)
 	}
 }
