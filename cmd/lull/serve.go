@@ -197,7 +197,7 @@ func (a *app) build(ctx context.Context) error {
 	brands := &batching.Brands{DB: a.db.Pool, Defaults: cfg.Brand}
 	flush := &jobs.FlushWorker{
 		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom, Brands: brands, DefaultLocale: cfg.DefaultLocale,
-		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
+		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics, DailyBudget: cfg.DailyBudget,
 	}
 	// A flush job promoted ahead of its time is fetched at River's next
 	// poll after its batch closes, so the poll interval is how late a
