@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // SkipHeldByBudget starts the skip log's reason for notifications the
@@ -127,4 +129,14 @@ func FoldIntoHeld(ctx context.Context, q Querier, b *Batch, types []string, held
 		return f, fmt.Errorf("fold batch %d: %w", b.ID, err)
 	}
 	return f, nil
+}
+
+// FoldedFrom lists, oldest first, up to limit batches whose notifications
+// were folded into batch id (a held digest).
+func FoldedFrom(ctx context.Context, q Querier, id int64, limit int) ([]int64, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM batches WHERE folded_into = $1 ORDER BY id LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("batches folded into %d: %w", id, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }

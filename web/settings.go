@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -120,6 +121,10 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		keepStoredDays(rec, &body.Digest)
+		if _, shown := r.PostForm["budget"]; !shown {
+			// A page loaded before the field existed keeps the budget.
+			body.Budget = rec.DailyBudget
+		}
 		rows, errs := applyPreferences(rec, body, known)
 		errs = append(errs, requiredNotOff(types, body)...)
 		if invalid = append(errs, formNotEmpty(body)...); len(invalid) > 0 {
@@ -175,6 +180,7 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 		Digest:       formDigest(r, f),
 		Unsubscribed: f("unsubscribed") == "on",
 		Types:        map[string]TypePref{},
+		Budget:       formBudget(f("budget")),
 	}
 	if f("quiet_enabled") == "on" {
 		b.QuietHours = &QuietHoursBody{Start: f("quiet_hours.start"), End: f("quiet_hours.end")}
@@ -191,6 +197,33 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 		b.Types[t.Key] = TypePref{Mode: mode, Window: f(p + "window"), MaxWait: f(p + "max_wait")}
 	}
 	return b
+}
+
+// formBudget reads the budget field: empty is the default (nil), and
+// what is not a whole number is -1, which the range check refuses next
+// to the field.
+func formBudget(s string) *int {
+	n, bad := formInt(s)
+	if bad {
+		bad := -1
+		return &bad
+	}
+	return n
+}
+
+// budgetField is the budget field of the settings page. Its texts come
+// from the catalogs, in English (the zero Locale) like the rest of the
+// page until the page speaks the recipient's language.
+func (s *Server) budgetField(b PreferencesBody) views.BudgetField {
+	var loc i18n.Locale
+	f := views.BudgetField{Label: loc.T("budget_label", nil), Hint: loc.T("budget_hint", nil), Default: loc.T("budget_no_default", nil)}
+	if s.DailyBudget > 0 {
+		f.Default = loc.N("budget_default", s.DailyBudget, nil)
+	}
+	if b.Budget != nil && *b.Budget >= 0 {
+		f.Value = itoa(*b.Budget)
+	}
+	return f
 }
 
 // formDigest reads the digest fields. The weekly days are checkboxes, so
@@ -322,6 +355,7 @@ func (s *Server) settingsView(ctx context.Context, page views.Page, id, name str
 		QuietStart: "22:00", QuietEnd: "07:00",
 	}
 	v.WeeklyDays, v.EveryHours, v.MonthlyDays = digestOptions(b.Digest)
+	v.Budget = s.budgetField(b)
 	if v.Threads, err = s.threadOptions(ctx, id, types); err != nil {
 		return views.SettingsView{}, err
 	}

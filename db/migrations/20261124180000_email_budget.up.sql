@@ -9,3 +9,5 @@ ALTER TABLE notification_types ADD COLUMN daily_budget integer CHECK (daily_budg
 -- batch an over-budget batch's notifications were moved to.
 ALTER TABLE batches ADD COLUMN budget_day date, ADD COLUMN folded_into bigint;
 CREATE INDEX batches_budget ON batches (recipient_id, budget_day) WHERE budget_day IS NOT NULL;
+-- The batch browser lists what was folded into a held digest.
+CREATE INDEX batches_folded ON batches (folded_into) WHERE folded_into IS NOT NULL;
