@@ -44,11 +44,13 @@ func LockBudgets(ctx context.Context, q Querier, recipientIDs []string) error {
 // (a date): those going out or sent, and the held digest due that day,
 // which is spoken for before it goes. Canceled batches sent nothing and
 // do not count; failed ones are counted (the recipient may have got them).
-func BudgetSpent(ctx context.Context, q Querier, recipientID string, day time.Time) (int, error) {
+// Batch self is left out: a flush tried again after its email failed to
+// compose finds itself counted already.
+func BudgetSpent(ctx context.Context, q Querier, recipientID string, day time.Time, self int64) (int, error) {
 	var n int
 	err := q.QueryRow(ctx, `
 		SELECT count(*) FROM batches
-		WHERE recipient_id = $1 AND budget_day = $2 AND state <> 'canceled'`, recipientID, day).Scan(&n)
+		WHERE recipient_id = $1 AND budget_day = $2 AND state <> 'canceled' AND id <> $3`, recipientID, day, self).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("email budget of %s: %w", recipientID, err)
 	}

@@ -31,7 +31,7 @@ func (w *FlushWorker) spendBudget(ctx context.Context, tx pgx.Tx, fc *db.FlushCo
 	}
 	sched := batching.Schedule(bud.Recipient)
 	day := preferences.BudgetDay(now, sched)
-	spent, err := db.BudgetSpent(ctx, tx, b.RecipientID, day)
+	spent, err := db.BudgetSpent(ctx, tx, b.RecipientID, day, b.ID)
 	if err != nil {
 		return nil, err
 	}

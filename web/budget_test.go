@@ -120,7 +120,13 @@ func TestConsoleShowsWhereABatchWasFolded(t *testing.T) {
 		t.Fatalf("over-budget batch: %v", got)
 	}
 	c := operatorClient(t, a)
-	_, doc := getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(second))
+	res = a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","actor":{"id":"dan"},"object":{"title":"Q5"},"recipients":["u_bob"]}`, 202)
+	third := int64(res["batches"].([]any)[0].(map[string]any)["id"].(float64))
+	_, doc := getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(third)+"/preview")
+	if note := doc.Find(`[data-testid="preview-note"]`).Text(); !strings.Contains(note, "would be held") {
+		t.Fatalf("preview of a batch over the budget says %q", note)
+	}
+	_, doc = getDoc(t, c, a.srv.URL+"/admin/batches/"+itoa(second))
 	if href, _ := doc.Find(`[data-testid="folded-into"] a`).Attr("href"); href != "/admin/batches/"+itoa(int64(held)) {
 		t.Fatalf("folded batch links to %q, want the held digest %d", href, int64(held))
 	}
