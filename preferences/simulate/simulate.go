@@ -430,8 +430,10 @@ type run struct {
 	// sweepAfter is minSweep; tests lower it to sweep all the time.
 	sweepAfter int
 	tally      *tally
-	// budget is the installation's daily email budget in this policy.
-	budget int
+	// budget is the installation's daily email budget in this policy;
+	// typeBudgets says a type has one of its own.
+	budget      int
+	typeBudgets bool
 }
 
 // minSweep is how many slots are made between sweeps at least; with the
@@ -524,6 +526,7 @@ func newRun(r *Replay, p Policy) *run {
 // addType applies the policy's change, if any, to a newly seen type.
 func (rn *run) addType(t Type) {
 	rt := runType{key: t.Key, defaults: t.Defaults, maxItems: t.MaxItems, displayLimit: t.DisplayLimit, burstLimit: t.BurstLimit, budget: t.Budget}
+	rn.typeBudgets = rn.typeBudgets || t.Budget != nil
 	if c, ok := rn.policy.Types[t.Key]; ok {
 		if c.Mode != "" {
 			rt.defaults.Mode = c.Mode
