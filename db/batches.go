@@ -38,15 +38,18 @@ type Batch struct {
 	ProcessedAt *time.Time `json:"processed_at"`
 	FlushJobID  *int64     `json:"-"`
 	Reason      string     `json:"reason,omitempty"`
+	// FoldedInto is the held batch this one's notifications went to when
+	// it was over the recipient's daily email budget (state canceled).
+	FoldedInto *int64 `json:"folded_into,omitempty"`
 }
 
 const batchColumns = `id, recipient_id, batch_key, type_key, mode, state, opened_at, last_event_at, closes_at,
-	window_ms, max_wait_ms, item_count, flushing_at, processed_at, flush_job_id, reason`
+	window_ms, max_wait_ms, item_count, flushing_at, processed_at, flush_job_id, reason, folded_into`
 
 func scanBatch(row interface{ Scan(...any) error }) (*Batch, error) {
 	b := new(Batch)
 	err := row.Scan(&b.ID, &b.RecipientID, &b.BatchKey, &b.TypeKey, &b.Mode, &b.State, &b.OpenedAt, &b.LastEventAt,
-		&b.ClosesAt, &b.WindowMS, &b.MaxWaitMS, &b.ItemCount, &b.FlushingAt, &b.ProcessedAt, &b.FlushJobID, &b.Reason)
+		&b.ClosesAt, &b.WindowMS, &b.MaxWaitMS, &b.ItemCount, &b.FlushingAt, &b.ProcessedAt, &b.FlushJobID, &b.Reason, &b.FoldedInto)
 	return b, err
 }
 

@@ -35,10 +35,14 @@ type Recipient struct {
 	Unsubscribed bool      `bun:"unsubscribed" db:"unsubscribed"`
 	CreatedAt    time.Time `bun:"created_at,nullzero,default:now()" db:"created_at"`
 	UpdatedAt    time.Time `bun:"updated_at,nullzero,default:now()" db:"updated_at"`
+
+	// DailyBudget is the recipient's own cap on emails a local day; nil
+	// follows the defaults (preferences.DailyBudget), 0 is no limit.
+	DailyBudget *int `bun:"daily_budget" db:"daily_budget"`
 }
 
 const recipientColumns = `id, email, name, timezone, locale, active, daily_at, weekly_on, weekly_at,
-	weekly_days, every_hours, monthly_day, monthly_at, quiet_start, quiet_end, unsubscribed, created_at, updated_at`
+	weekly_days, every_hours, monthly_day, monthly_at, quiet_start, quiet_end, unsubscribed, created_at, updated_at, daily_budget`
 
 // TypePreference is a recipient's own choice for one type; nil parameters
 // follow the type.
@@ -126,7 +130,7 @@ func SavePreferences(ctx context.Context, q Querier, r *Recipient, prefs []TypeP
 		WITH rec AS (
 		    UPDATE recipients SET timezone = $2, daily_at = $3, weekly_on = $4, weekly_at = $5,
 		        quiet_start = $6, quiet_end = $7, unsubscribed = $8, updated_at = $9,
-		        weekly_days = $15, every_hours = $16, monthly_day = $17, monthly_at = $18
+		        weekly_days = $15, every_hours = $16, monthly_day = $17, monthly_at = $18, daily_budget = $19
 		    WHERE id = $1),
 		gone AS (DELETE FROM type_preferences WHERE recipient_id = $1 AND type_key <> ALL($10::text[]))
 		INSERT INTO type_preferences (recipient_id, type_key, mode, window_ms, max_wait_ms, lead, updated_at)
@@ -135,7 +139,7 @@ func SavePreferences(ctx context.Context, q Querier, r *Recipient, prefs []TypeP
 		ON CONFLICT (recipient_id, type_key) DO UPDATE SET mode = EXCLUDED.mode, window_ms = EXCLUDED.window_ms,
 		    max_wait_ms = EXCLUDED.max_wait_ms, lead = EXCLUDED.lead, updated_at = EXCLUDED.updated_at`,
 		r.ID, r.Timezone, r.DailyAt, r.WeeklyOn, r.WeeklyAt, r.QuietStart, r.QuietEnd, r.Unsubscribed, r.UpdatedAt,
-		keys, modes, windows, waits, leads, r.WeeklyDays, r.EveryHours, r.MonthlyDay, r.MonthlyAt)
+		keys, modes, windows, waits, leads, r.WeeklyDays, r.EveryHours, r.MonthlyDay, r.MonthlyAt, r.DailyBudget)
 	if err != nil {
 		return fmt.Errorf("save preferences: %w", err)
 	}
@@ -219,7 +223,7 @@ func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn fun
 }
 
 const settingsColumns = `r.id, r.email, r.name, r.timezone, r.locale, r.active, r.daily_at, r.weekly_on, r.weekly_at,
-	r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
+	r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed, r.daily_budget, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
 
 // scanSettings calls fn for each row of a query selecting settingsColumns.
 func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
@@ -233,7 +237,7 @@ func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
 		var p TypePreference
 		r := &s.Recipient
 		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
-			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
+			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &r.DailyBudget, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
 			return err
 		}
 		if mode != nil {

@@ -105,7 +105,7 @@ func SimulationRecipientsByID(ctx context.Context, q Querier, ids []string) ([]S
 func simulationRecipients(ctx context.Context, q Querier, named string, args ...any) ([]SimulationRecipient, error) {
 	rows, err := q.Query(ctx, `
 		SELECT r.id, r.email, r.timezone, r.active, r.daily_at, r.weekly_on, r.weekly_at,
-		       r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed
+		       r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed, r.daily_budget
 		FROM recipients r WHERE r.id IN (`+named+`)
 		ORDER BY r.id`, args...)
 	if err != nil {
@@ -117,7 +117,7 @@ func simulationRecipients(ctx context.Context, q Querier, named string, args ...
 		var s SimulationRecipient
 		r := &s.Recipient
 		if err := rows.Scan(&r.ID, &r.Email, &r.Timezone, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
-			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed); err != nil {
+			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &r.DailyBudget); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load recipients to simulate: %w", err)
 		}

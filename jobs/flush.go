@@ -62,6 +62,13 @@ type FlushWorker struct {
 	Now        func() time.Time
 	// Metrics counts flushes and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
+	// DailyBudget is the installation's daily email budget per recipient
+	// (LULL_DAILY_EMAIL_BUDGET), for recipients and types that set none;
+	// 0 is no limit.
+	DailyBudget int
+	// Scheduler gives the held digest of an over-budget recipient its
+	// flush job; nil leaves it to the sweep.
+	Scheduler batching.Scheduler
 	// RetryBase is the wait before the first retry after a temporary
 	// failure, doubled at every later one (15 s when zero). Tests shorten
 	// it to watch a whole outage and its backoff in seconds.
@@ -194,6 +201,9 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 			return err
 		}
 		if err := db.AttachSuppressions(ctx, tx, slices.Collect(maps.Values(cs))...); err != nil {
+			return err
+		}
+		if err := w.lockBudgets(ctx, tx, cs); err != nil {
 			return err
 		}
 		now := w.now()
@@ -341,6 +351,10 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 			// The window slid since this job was scheduled: wake up again
 			// when the batch now closes.
 			return nil, b.ClosesAt.Sub(now), nil
+		}
+		var err error
+		if fc, err = w.spendBudget(ctx, tx, fc, now); fc == nil || err != nil {
+			return nil, 0, err
 		}
 	case db.StateFlushing:
 		// Only the job that took the batch may resend it (after a crash or

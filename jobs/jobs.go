@@ -78,6 +78,7 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 		return nil, err
 	}
 	wake.Scheduler = &Scheduler{Client: client}
+	flush.Scheduler = wake.Scheduler
 	return client, nil
 }
 

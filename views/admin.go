@@ -103,6 +103,10 @@ type BatchDetailView struct {
 	CanFlush, CanCancel, CanRetry bool
 	PreviewURL                    string
 	NotSent                       string // what the delivery section says when nothing went out
+	// FoldedInto is the held digest an over-budget batch went to, and
+	// FoldedFrom the batches a held digest took in (ids).
+	FoldedInto string
+	FoldedFrom []string
 }
 
 // Header is one email header.

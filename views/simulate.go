@@ -27,6 +27,8 @@ type ProposalForm struct {
 	WeeklyOn []Option
 	WeeklyAt string
 	Types    []ProposalTypeRow
+	// Budget is the proposed installation-wide daily email budget.
+	Budget string
 }
 
 // Field is the form name of one of the proposal's own fields

@@ -88,6 +88,14 @@ type SettingsView struct {
 	// Threads are the conversations the recipient stopped, each with the
 	// batch key that turns it back on.
 	Threads []Option
+	// Budget is the daily email budget field.
+	Budget BudgetField
+}
+
+// BudgetField is the daily email budget on the settings page: the
+// recipient's own number (empty for the default) and its texts.
+type BudgetField struct {
+	Value, Label, Default, Hint string
 }
 
 // CategoryView groups types under a heading.

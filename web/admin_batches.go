@@ -93,6 +93,10 @@ func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
 	for _, it := range d.Items {
 		v.Items = append(v.Items, itemRow(it))
 	}
+	if err := s.foldedLinks(ctx, &v, d.Batch); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	for _, dd := range d.Deliveries {
 		v.Delivery = []views.Stat{{Label: "State", Value: dd.State}, {Label: "Attempts", Value: strconv.Itoa(dd.Attempts)},
 			{Label: "Message-ID", Value: dd.MessageID}, {Label: "Sent", Value: fmtTime(dd.SentAt)}}

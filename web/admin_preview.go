@@ -102,6 +102,11 @@ func (s *Server) batchEmail(r *http.Request) (previewEmail, error) {
 	v := shown(c.Message)
 	v.Own = own
 	v.Language = languageNote(i18n.Resolve(cmp.Or(locale, recipientLocale(fc)), "", s.DefaultLocale))
+	if state == db.StateOpen {
+		if v.Note, err = s.budgetNote(ctx, fc); err != nil {
+			return previewEmail{}, err
+		}
+	}
 	if gone {
 		v.Note = "A fresh render, not the email as it went out: this batch is " + state +
 			", and only the outbox keeps a copy of what it sends. This is how the batch renders now."

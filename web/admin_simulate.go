@@ -99,6 +99,7 @@ func (s *Server) simulateRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sim.PolicyField = func(i int, field string) string { return simulateProposals[used[i]].prefix + "." + field }
+	sim.DefaultBudget = s.DailyBudget
 	var rep *simulate.Report
 	if len(errs) == 0 {
 		var more []preferences.FieldError
@@ -136,7 +137,12 @@ func proposalSpecs(r *http.Request, types []db.Type) ([]*simulate.PolicySpec, []
 	for i, p := range simulateProposals {
 		f := func(n string) string { return strings.TrimSpace(r.FormValue(p.prefix + "." + n)) }
 		spec := simulate.PolicySpec{Name: f("name")}
-		used := false
+		budget, bad := formInt(f("budget"))
+		if bad {
+			errs = append(errs, FieldError{p.prefix + ".budget", "must be a whole number"})
+		}
+		spec.Budget = budget
+		used := budget != nil
 		if m := f("everyone.mode"); m != "" {
 			spec.Everyone = &simulate.EveryoneSpec{Mode: m}
 			if m == string(preferences.Daily) {
@@ -203,7 +209,7 @@ func (s *Server) simulateView(r *http.Request, types []db.Type, form *http.Reque
 	v.Locales = localeOptions("Default ("+cmp.Or(s.DefaultLocale, "en")+")", val("locale"))
 	for _, p := range simulateProposals {
 		pf := views.ProposalForm{Prefix: p.prefix, Label: p.label, Name: val(p.prefix + ".name"),
-			DailyAt: val(p.prefix + ".everyone.daily_at"), WeeklyAt: val(p.prefix + ".everyone.weekly_at")}
+			DailyAt: val(p.prefix + ".everyone.daily_at"), WeeklyAt: val(p.prefix + ".everyone.weekly_at"), Budget: val(p.prefix + ".budget")}
 		if pf.DailyAt == "" {
 			pf.DailyAt = "08:00"
 		}
@@ -307,6 +313,9 @@ func simulationResult(rep *simulate.Report) *views.SimulationResult {
 	row("Items not shown", "past the display limit, counted in \"and N more\"", func(r *simulate.Result) string {
 		return strconv.Itoa(r.Overall.HiddenItems)
 	})
+	row("Held by the budget", "over a daily email budget, sent in the next day's held digest", policyOnly(func(m *simulate.Metrics) string {
+		return strconv.Itoa(m.Held)
+	}))
 	if rep.Results != nil {
 		for ti := range rep.Results[0].Types {
 			mr := views.MetricRow{Label: rep.Results[0].Types[ti].Type}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -30,6 +31,11 @@ type PreferencesBody struct {
 	QuietHours   *QuietHoursBody     `json:"quiet_hours"`
 	Unsubscribed bool                `json:"unsubscribed"`
 	Types        map[string]TypePref `json:"types"`
+	// Budget is the recipient's own daily email budget: at most this many
+	// emails a local day, what goes over it held for one digest at the
+	// next day's digest time. null follows the type's and the
+	// installation's defaults; 0 is no limit.
+	Budget *int `json:"budget"`
 }
 
 // DigestBody is when digests go out, in the recipient's zone.
@@ -68,6 +74,7 @@ type PreferencesPatch struct {
 	QuietHours   Optional[QuietHoursPatch] `json:"quiet_hours"`
 	Unsubscribed Optional[bool]            `json:"unsubscribed"`
 	Types        Optional[typePatches]     `json:"types"`
+	Budget       Optional[int]             `json:"budget"`
 }
 
 // typePatches are the changes to several types' choices. Each is decoded
@@ -128,6 +135,12 @@ func (p PreferencesPatch) mergeOnto(b PreferencesBody) (PreferencesBody, []Field
 	var errs []FieldError
 	mergeValue(&errs, "timezone", p.Timezone, &b.Timezone)
 	mergeValue(&errs, "unsubscribed", p.Unsubscribed, &b.Unsubscribed)
+	switch {
+	case p.Budget.Null:
+		b.Budget = nil
+	case p.Budget.Set:
+		b.Budget = &p.Budget.Value
+	}
 	if p.Digest.Null {
 		errs = append(errs, FieldError{"digest", nullRefused})
 	}
@@ -208,6 +221,7 @@ func preferencesBody(r *db.Recipient, prefs map[string]db.TypePreference) Prefer
 		},
 		Unsubscribed: r.Unsubscribed,
 		Types:        map[string]TypePref{},
+		Budget:       r.DailyBudget,
 	}
 	if r.QuietStart != nil && r.QuietEnd != nil {
 		b.QuietHours = &QuietHoursBody{preferences.TimeOfDay(*r.QuietStart).String(), preferences.TimeOfDay(*r.QuietEnd).String()}
@@ -223,6 +237,14 @@ func preferencesBody(r *db.Recipient, prefs map[string]db.TypePreference) Prefer
 		b.Types[k] = tp
 	}
 	return b
+}
+
+// checkBudget says what is wrong with a daily email budget, or "".
+func checkBudget(n int) string {
+	if n < 0 || n > preferences.MaxDailyBudget {
+		return fmt.Sprintf("must be a whole number of emails a day from 0 (no limit) to %d, or null for the default", preferences.MaxDailyBudget)
+	}
+	return ""
 }
 
 const (
@@ -324,6 +346,14 @@ func applyPreferences(r *db.Recipient, b PreferencesBody, knownTypes map[string]
 		r.QuietStart, r.QuietEnd = &start, &end
 	}
 	r.Unsubscribed = b.Unsubscribed
+	r.DailyBudget = nil
+	if b.Budget != nil {
+		if msg := checkBudget(*b.Budget); msg != "" {
+			add("budget", msg)
+		}
+		n := *b.Budget
+		r.DailyBudget = &n
+	}
 
 	keys := make([]string, 0, len(b.Types))
 	for k := range b.Types {

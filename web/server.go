@@ -59,6 +59,11 @@ type Server struct {
 	drainOnce sync.Once
 	// bigBodies bounds how many requests read a large body at once.
 	bigBodies largeBodies
+
+	// DailyBudget is the installation's daily email budget
+	// (LULL_DAILY_EMAIL_BUDGET), shown on the settings page as the
+	// default; 0 is no limit.
+	DailyBudget int
 }
 
 // init builds what the handlers share; Handler calls it once.

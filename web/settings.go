@@ -126,6 +126,10 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		keepStoredDays(rec, &body.Digest)
+		if _, shown := r.PostForm["budget"]; !shown {
+			// A page loaded before the field existed keeps the budget.
+			body.Budget = rec.DailyBudget
+		}
 		rows, errs := applyPreferences(rec, body, known)
 		errs = append(errs, requiredNotOff(types, body)...)
 		if invalid = append(errs, formNotEmpty(body)...); len(invalid) > 0 {
@@ -184,6 +188,7 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 		Digest:       formDigest(r, f),
 		Unsubscribed: f("unsubscribed") == "on",
 		Types:        map[string]TypePref{},
+		Budget:       formBudget(f("budget")),
 	}
 	if f("quiet_enabled") == "on" {
 		b.QuietHours = &QuietHoursBody{Start: f("quiet_hours.start"), End: f("quiet_hours.end")}
@@ -200,6 +205,31 @@ func formPreferences(r *http.Request, types []db.Type) PreferencesBody {
 		b.Types[t.Key] = TypePref{Mode: mode, Window: f(p + "window"), MaxWait: f(p + "max_wait")}
 	}
 	return b
+}
+
+// formBudget reads the budget field: empty is the default (nil), and
+// what is not a whole number is -1, which the range check refuses next
+// to the field.
+func formBudget(s string) *int {
+	n, bad := formInt(s)
+	if bad {
+		bad := -1
+		return &bad
+	}
+	return n
+}
+
+// budgetField is the budget field of the settings page, in loc's
+// language.
+func (s *Server) budgetField(loc i18n.Locale, b PreferencesBody) views.BudgetField {
+	f := views.BudgetField{Label: loc.T("budget_label", nil), Hint: loc.T("budget_hint", nil), Default: loc.T("budget_no_default", nil)}
+	if s.DailyBudget > 0 {
+		f.Default = loc.N("budget_default", s.DailyBudget, nil)
+	}
+	if b.Budget != nil && *b.Budget >= 0 {
+		f.Value = itoa(*b.Budget)
+	}
+	return f
 }
 
 // formDigest reads the digest fields. The weekly days are checkboxes, so
@@ -278,7 +308,7 @@ var fieldErrorKeys = map[string]string{
 	"digest.weekly_days": "settings_error_weekly_days", "digest.weekly_on": "settings_error_weekly_days",
 	"digest.every_hours": "settings_error_every_hours", "digest.monthly_day": "settings_error_monthly_day",
 	"quiet_hours.start": "settings_error_quiet_start", "quiet_hours.end": "settings_error_quiet_end",
-	"quiet_hours": "settings_error_quiet_hours",
+	"quiet_hours": "settings_error_quiet_hours", "budget": "budget_error",
 }
 
 // fieldMessage is the message shown next to a refused field of the
@@ -362,6 +392,7 @@ func (s *Server) settingsView(ctx context.Context, page views.Page, id, name str
 		QuietStart: "22:00", QuietEnd: "07:00",
 	}
 	v.WeeklyDays, v.EveryHours, v.MonthlyDays = digestOptions(l, b.Digest)
+	v.Budget = s.budgetField(l, b)
 	if v.Threads, err = s.threadOptions(ctx, id, types); err != nil {
 		return views.SettingsView{}, err
 	}

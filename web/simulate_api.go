@@ -29,7 +29,8 @@ func (s *Server) createSimulation(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	sim := batching.SimulationRequest{Specs: b.Policies, PolicyField: func(i int, f string) string { return fmt.Sprintf("policies[%d].%s", i, f) }}
+	sim := batching.SimulationRequest{Specs: b.Policies, PolicyField: func(i int, f string) string { return fmt.Sprintf("policies[%d].%s", i, f) },
+		DefaultBudget: s.DailyBudget}
 	var errs []FieldError
 	switch {
 	case len(b.Events) > 0 && (b.From != "" || b.To != ""):

@@ -48,6 +48,10 @@ type TypeBody struct {
 	// Unsubscribe is what an email's one-click link stops: "type" (the
 	// default) or "thread", the email's batch.
 	Unsubscribe string `json:"unsubscribe"`
+	// Budget is the daily email budget of recipients who set none of
+	// their own, when an email of this type is due; absent or null
+	// follows LULL_DAILY_EMAIL_BUDGET, 0 is no limit.
+	Budget *int `json:"budget"`
 }
 
 // LocaleTexts decodes each locale's texts on its own, so an unknown or
@@ -92,7 +96,7 @@ func typeBody(t *db.Type) TypeBody {
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
 		ItemText: t.ItemText, GroupText: t.GroupText, ViewURL: t.ViewURL, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
-		Unsubscribe: t.Unsubscribe,
+		Unsubscribe: t.Unsubscribe, Budget: t.DailyBudget,
 	}
 }
 
@@ -181,6 +185,13 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 		if err := mailtemplates.ValidateViewURL(t.ViewURL); err != nil {
 			add("view_url", err.Error())
 		}
+	}
+	if b.Budget != nil {
+		if msg := checkBudget(*b.Budget); msg != "" {
+			add("budget", msg)
+		}
+		n := *b.Budget
+		t.DailyBudget = &n
 	}
 	t.Texts = localeTexts(b.Texts, add)
 	return t, errs

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	LogFormat   string
 	// MaxData is the largest data of one event, in bytes of compact JSON.
 	MaxData int
+	// DailyBudget is the emails a day a recipient gets at most, unless
+	// they or the type say otherwise; 0 is no limit.
+	DailyBudget int
 	// Bounces configures the return path, the bounce receiver, webhooks,
 	// DKIM and the Feedback-ID (see bounce.go).
 	Bounces BounceConfig
@@ -125,6 +129,13 @@ func (c *Config) vars() []configVar {
 			return nil
 		}},
 		{"LULL_MAX_DATA", strconv.Itoa(batching.DefaultMaxData), "largest data of one event, in bytes of compact JSON; larger events are refused", func(s string) (err error) { c.MaxData, err = strconv.Atoi(s); return err }},
+		{"LULL_DAILY_EMAIL_BUDGET", "0", "emails a day a recipient gets at most (their local day), unless they or the type set their own; 0 is no limit", func(s string) (err error) {
+			c.DailyBudget, err = strconv.Atoi(s)
+			if err == nil && (c.DailyBudget < 0 || c.DailyBudget > preferences.MaxDailyBudget) {
+				err = fmt.Errorf("must be 0 (no limit) to %d", preferences.MaxDailyBudget)
+			}
+			return err
+		}},
 	}, c.Bounces.vars()...)
 }
 

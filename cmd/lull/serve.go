@@ -197,7 +197,7 @@ func (a *app) build(ctx context.Context) error {
 	brands := &batching.Brands{DB: a.db.Pool, Defaults: cfg.Brand}
 	flush := &jobs.FlushWorker{
 		DB: a.db, Sender: a.sender, Links: links, From: cfg.MailFrom, Brands: brands, DefaultLocale: cfg.DefaultLocale,
-		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics,
+		AtMostOnce: cfg.Delivery == "at-most-once", Logger: a.logger, Metrics: a.metrics, DailyBudget: cfg.DailyBudget,
 	}
 	// A flush job promoted ahead of its time is fetched at River's next
 	// poll after its batch closes, so the poll interval is how late a
@@ -216,7 +216,7 @@ func (a *app) build(ctx context.Context) error {
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics, MaxData: cfg.MaxData}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
 		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, DefaultLocale: cfg.DefaultLocale, Brands: brands, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics,
-		Webhooks: webhooks}
+		Webhooks: webhooks, DailyBudget: cfg.DailyBudget}
 	return nil
 }
 

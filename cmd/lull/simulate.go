@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,6 +54,8 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 		return errUsage
 	}
 	req := batching.SimulationRequest{PolicyField: func(i int, f string) string { return fmt.Sprintf("%s: policies[%d].%s", *policy, i, f) }}
+	// As serve reads it; a value serve would refuse replays as no limit.
+	req.DefaultBudget, _ = strconv.Atoi(getenv("LULL_DAILY_EMAIL_BUDGET"))
 	var errs []preferences.FieldError
 	if *policy != "" {
 		specs, err := readPolicies(*policy)

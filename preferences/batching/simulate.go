@@ -49,7 +49,7 @@ func SimulationSettings(ctx context.Context, d *db.DB, from, to time.Time, uploa
 	for i := range types {
 		t := &types[i]
 		s.Types[t.Key] = simulate.Type{Key: t.Key, Name: t.Name, Defaults: TypeDefaults(t), MaxItems: t.MaxItems,
-			DisplayLimit: t.DisplayLimit, BurstLimit: t.BurstLimit}
+			DisplayLimit: t.DisplayLimit, BurstLimit: t.BurstLimit, Budget: t.DailyBudget}
 	}
 	var recs []db.SimulationRecipient
 	if upload != nil {
@@ -62,7 +62,8 @@ func SimulationSettings(ctx context.Context, d *db.DB, from, to time.Time, uploa
 	}
 	for i := range recs {
 		r := &recs[i]
-		rc := &simulate.Recipient{ID: r.ID, Active: r.Active, HasEmail: r.Email != "", Unsubscribed: r.Unsubscribed, Schedule: Schedule(&r.Recipient)}
+		rc := &simulate.Recipient{ID: r.ID, Active: r.Active, HasEmail: r.Email != "", Unsubscribed: r.Unsubscribed, Schedule: Schedule(&r.Recipient),
+			Budget: r.DailyBudget}
 		for j := range r.Prefs {
 			if rc.Overrides == nil {
 				rc.Overrides = map[string]*preferences.Override{}
@@ -119,6 +120,9 @@ type SimulationRequest struct {
 	// PolicyField names field f of proposal i in error messages
 	// ("policies[0].types.comment.window").
 	PolicyField func(i int, f string) string
+	// DefaultBudget is the installation's daily email budget
+	// (LULL_DAILY_EMAIL_BUDGET).
+	DefaultBudget int
 }
 
 // Simulate checks the proposals against the types there are and replays:
@@ -133,6 +137,7 @@ func Simulate(ctx context.Context, d *db.DB, req SimulationRequest) (*simulate.R
 	if err != nil {
 		return nil, nil, err
 	}
+	settings.DefaultBudget = req.DefaultBudget
 	known := KnownTypes(settings, req.Upload)
 	policies := []simulate.Policy{simulate.Current()}
 	var errs []preferences.FieldError

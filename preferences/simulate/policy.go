@@ -18,6 +18,9 @@ type Policy struct {
 	// Everyone, when set, puts every recipient on one mode for every type,
 	// whatever they chose ("everyone on daily at 08:00 local").
 	Everyone *Everyone
+	// Budget, when set, replaces the installation's daily email budget
+	// (LULL_DAILY_EMAIL_BUDGET): what recipients who set none get.
+	Budget *int
 }
 
 // Current is the policy that changes nothing, named for reports: the
@@ -69,6 +72,9 @@ type PolicySpec struct {
 	Name     string              `json:"name"`
 	Types    map[string]TypeSpec `json:"types,omitempty"`
 	Everyone *EveryoneSpec       `json:"everyone,omitempty"`
+	// Budget is a daily email budget for recipients who set none, as
+	// LULL_DAILY_EMAIL_BUDGET would be; 0 is no limit.
+	Budget *int `json:"budget,omitempty"`
 }
 
 // TypeSpec is a TypeChange as given; empty or absent fields keep the
@@ -208,6 +214,12 @@ func (s PolicySpec) Parse(known func(string) bool) (Policy, []preferences.FieldE
 		parseCadences(e, ev, add)
 		p.Everyone = ev
 	}
+	if b := s.Budget; b != nil {
+		if *b < 0 || *b > preferences.MaxDailyBudget {
+			add("budget", fmt.Sprintf("must be a whole number of emails a day from 0 (no limit) to %d", preferences.MaxDailyBudget))
+		}
+		p.Budget = b
+	}
 	return p, errs
 }
 
@@ -253,6 +265,9 @@ func storedDuration(d time.Duration) *time.Duration {
 // "comment.created: cooldown 10m", "everyone: daily at 08:00".
 func (p Policy) Describe() string {
 	var parts []string
+	if p.Budget != nil {
+		parts = append(parts, fmt.Sprintf("budget: %d emails a day", *p.Budget))
+	}
 	if e := p.Everyone; e != nil {
 		s := "everyone: " + string(e.Mode)
 		if e.Mode == preferences.Daily && e.DailyAt != nil {

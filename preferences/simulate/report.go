@@ -75,6 +75,9 @@ type Metrics struct {
 	Inactive      int `json:"inactive"`
 	// Unsent batches would be canceled at flush: no email address.
 	Unsent int `json:"unsent"`
+	// Held notifications were over a recipient's daily email budget and
+	// went out later, in the held digest of the next day's digest time.
+	Held int `json:"held"`
 	// Recipients is the population EmailsPerRecipient is taken over: every
 	// recipient the events named, whether they got email or not.
 	Recipients         int    `json:"recipients"`
@@ -193,7 +196,7 @@ type emailRecord struct {
 type partRecord part
 
 type typeCounts struct {
-	batched, suppressed, inactive, unsent int
+	batched, suppressed, inactive, unsent, held int
 	// emails carrying the type
 	emails int
 }
@@ -327,6 +330,7 @@ func (r *Replay) result(name, kind, desc string, t *tally, rn *run) Result {
 		res.Overall.Suppressed += c.suppressed
 		res.Overall.Inactive += c.inactive
 		res.Overall.Unsent += c.unsent
+		res.Overall.Held += c.held
 	}
 	if kind == KindActual {
 		res.Overall.Notifications = all.items
@@ -369,7 +373,7 @@ func (r *Replay) result(name, kind, desc string, t *tally, rn *run) Result {
 			m.WorstHour = worstHour(r.recs[noisy[ti]].ID, sends[ti])
 		}
 		c := t.types[ti]
-		m.Notifications, m.Suppressed, m.Inactive, m.Unsent = c.batched, c.suppressed, c.inactive, c.unsent
+		m.Notifications, m.Suppressed, m.Inactive, m.Unsent, m.Held = c.batched, c.suppressed, c.inactive, c.unsent, c.held
 		if kind == KindActual {
 			m.Notifications = per[ti].items
 		}

@@ -44,6 +44,9 @@ type Type struct {
 	DisplayLimit int
 	// BurstLimit is the burst guard's limit; 0 turns it off.
 	BurstLimit int
+	// Budget is the daily email budget of recipients who set none; nil
+	// follows Settings.DefaultBudget.
+	Budget *int
 }
 
 // DefaultType is what a type that is not registered gets, the same values
@@ -70,6 +73,9 @@ type Recipient struct {
 	// ("comment+doc:7"), each with when its mute ends (the zero time:
 	// never). A policy changes modes, not mutes: every one honours them.
 	Muted map[string]time.Time
+	// Budget is the recipient's own daily email budget; nil follows the
+	// type's and the installation's (preferences.DailyBudget).
+	Budget *int
 }
 
 // mutes reports whether the recipient muted the conversation thread at
@@ -92,6 +98,9 @@ func DefaultRecipient(id string) *Recipient {
 type Settings struct {
 	Types      map[string]Type
 	Recipients map[string]*Recipient
+	// DefaultBudget is the installation's daily email budget
+	// (LULL_DAILY_EMAIL_BUDGET); 0 is no limit.
+	DefaultBudget int
 }
 
 // Event is one event to replay: at At (the time lull accepted it, which is
@@ -114,7 +123,8 @@ type Batch struct {
 	ClosesAt  time.Time
 	Items     int
 	// Sent is false when the batch would be canceled at flush (the
-	// recipient has no email address).
+	// recipient has no email address, or the daily email budget folded
+	// every item into the held digest).
 	Sent bool
 }
 
@@ -431,6 +441,10 @@ type run struct {
 	// sweepAfter is minSweep; tests lower it to sweep all the time.
 	sweepAfter int
 	tally      *tally
+	// budget is the installation's daily email budget in this policy;
+	// typeBudgets says a type has one of its own.
+	budget      int
+	typeBudgets bool
 }
 
 // minSweep is how many slots are made between sweeps at least; with the
@@ -442,6 +456,11 @@ const minSweep = 1 << 16
 // A recipient has few keys in use at a time, so short slices searched in
 // order beat maps here.
 type recState struct {
+	// spent counts emails by the recipient's local day (BudgetDay, Unix
+	// seconds), and held is their open held digest: the daily email
+	// budget's state (budget.go).
+	spent []daySpent
+	held  *batch
 	slots []slot
 	// recent holds, per type, the opening times of the immediate batches
 	// of the last minute, oldest first.
@@ -461,6 +480,7 @@ type runType struct {
 	maxItems     int
 	displayLimit int
 	burstLimit   int
+	budget       *int
 	// ignoreChoices replaces recipients' own choices with the type's.
 	ignoreChoices bool
 }
@@ -491,6 +511,7 @@ type batch struct {
 	items   int32
 	gen     uint32
 	inSlot  bool // false for an immediate batch, which nothing joins
+	held    bool // the held digest of the daily email budget
 	done    bool
 	hasPart bool
 }
@@ -503,7 +524,10 @@ type part struct {
 }
 
 func newRun(r *Replay, p Policy) *run {
-	rn := &run{index: len(r.runs), policy: p, horizon: r.horizon, sweepAfter: minSweep, tally: newTally()}
+	rn := &run{index: len(r.runs), policy: p, horizon: r.horizon, sweepAfter: minSweep, tally: newTally(), budget: r.settings.DefaultBudget}
+	if p.Budget != nil {
+		rn.budget = *p.Budget
+	}
 	if e := p.Everyone; e != nil {
 		rn.everyone = &preferences.Override{Mode: e.Mode, Window: e.Window, MaxWait: e.MaxWait, Lead: e.Lead}
 	}
@@ -512,7 +536,8 @@ func newRun(r *Replay, p Policy) *run {
 
 // addType applies the policy's change, if any, to a newly seen type.
 func (rn *run) addType(t Type) {
-	rt := runType{key: t.Key, defaults: t.Defaults, maxItems: t.MaxItems, displayLimit: t.DisplayLimit, burstLimit: t.BurstLimit}
+	rt := runType{key: t.Key, defaults: t.Defaults, maxItems: t.MaxItems, displayLimit: t.DisplayLimit, burstLimit: t.BurstLimit, budget: t.Budget}
+	rn.typeBudgets = rn.typeBudgets || t.Budget != nil
 	if c, ok := rn.policy.Types[t.Key]; ok {
 		if c.Mode != "" {
 			rt.defaults.Mode = c.Mode
@@ -771,7 +796,8 @@ func (rn *run) sweep(now int64) {
 		}
 		clear(st.recent[len(recent):])
 		st.recent = recent
-		if len(slots) == 0 && len(recent) == 0 {
+		st.forgetSpent(now)
+		if len(slots) == 0 && len(recent) == 0 && len(st.spent) == 0 && st.held == nil {
 			*st = recState{}
 			continue
 		}
@@ -824,10 +850,13 @@ func (rn *run) close(b *batch) {
 			st.slots[i].open = nil
 		}
 	}
-	rn.tally.email(b.rec, b.closes, b.first, b.more, b.rc.HasEmail)
+	sends := rn.spendBudget(b) && b.rc.HasEmail
+	if b.hasPart {
+		rn.tally.email(b.rec, b.closes, b.first, b.more, b.rc.HasEmail)
+	}
 	if rn.onBatch != nil {
 		rn.onBatch(rn.index, Batch{Recipient: b.rc.ID, Key: b.keyName, Mode: b.policy.Mode, OpenedAt: tm(b.opened),
-			ClosesAt: tm(b.closes), Items: int(b.items), Sent: b.rc.HasEmail})
+			ClosesAt: tm(b.closes), Items: int(b.items), Sent: sends})
 	}
 	rn.free = append(rn.free, b)
 }
