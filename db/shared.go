@@ -1,0 +1,50 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SharedSiblings returns up to limit batches that may join a shared email
+// with a batch of typeKey and batchKey flushed by job jobID at now: other
+// recipients' open batches of that key already due, and batches left
+// flushing by this job's earlier attempt or by a job that died (the sweep
+// cleared their owner), so a retry sends the same group again. Batches
+// in exclude are already in hand. Nothing is locked: the caller locks
+// what it takes with LockFreeForFlush.
+func SharedSiblings(ctx context.Context, q Querier, typeKey, batchKey string, exclude []int64, jobID int64, now time.Time, limit int) ([]int64, error) {
+	rows, err := q.Query(ctx, `
+		SELECT id FROM batches
+		WHERE type_key = $1 AND batch_key = $2 AND id <> ALL($3)
+		  AND ((state = 'open' AND closes_at <= $5)
+		       OR (state = 'flushing' AND (flush_job_id = $4 OR flush_job_id IS NULL)))
+		ORDER BY id LIMIT $6`, typeKey, batchKey, exclude, jobID, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("shared siblings of %s: %w", batchKey, err)
+	}
+	return collectIDs(rows)
+}
+
+// MarkShared records that the deliveries of batches went out as one
+// email, sent by the job flushing lead.
+func MarkShared(ctx context.Context, q Querier, lead int64, batches []int64) error {
+	_, err := q.Exec(ctx, `UPDATE deliveries SET shared_by = $1 WHERE batch_id = ANY($2)`, lead, batches)
+	if err != nil {
+		return fmt.Errorf("mark shared delivery of batch %d: %w", lead, err)
+	}
+	return nil
+}
+
+// SharedWith returns the batches whose email went out together with
+// batch id's, id included, in id order; nil when it went out alone.
+func SharedWith(ctx context.Context, q Querier, id int64) ([]int64, error) {
+	rows, err := q.Query(ctx, `
+		SELECT batch_id FROM deliveries
+		WHERE shared_by = (SELECT shared_by FROM deliveries WHERE batch_id = $1)
+		ORDER BY batch_id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("shared delivery of batch %d: %w", id, err)
+	}
+	return collectIDs(rows)
+}
