@@ -3,7 +3,6 @@ package jobs
 import (
 	"cmp"
 	"context"
-	"net/url"
 	"runtime"
 	"slices"
 	"sync"
@@ -213,11 +212,13 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 }
 
 // lead makes the first plan of a chunk of like emails send one email for
-// all of them. The email shows no recipient's address or personal links:
-// its footer's link leads to a page where each member can leave the type
-// (web/unsubscribe_shared.go). Its Message-ID is the first batch's, so a
-// retry of the same group is recognisably the same email; every member's
-// delivery carries it.
+// all of them. The email shows no recipient's address and carries no
+// personal link: a link in an email many people receive alike would let
+// any of them (or anyone it is forwarded to) unsubscribe or change the
+// settings of whoever it names. Members leave the type from their own
+// settings page (README, "Shared delivery"). Its Message-ID is the first
+// batch's, so a retry of the same group is recognisably the same email;
+// every member's delivery carries it.
 func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 	if len(chunk) < 2 {
 		return
@@ -226,7 +227,7 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 	in := *first.input
 	in.Recipient.Email, in.Recipient.Name = "", ""
 	in.SettingsURL, in.ThreadID, in.ThreadKey = "", "", ""
-	in.UnsubscribeURL = w.sharedUnsubscribeURL(*first.content.Batch.TypeKey)
+	in.UnsubscribeURL = ""
 	in.MessageID = w.envelope().MessageID(first.batchID)
 	m, err := mailtemplates.Render(in)
 	if err != nil {
@@ -242,14 +243,6 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 		}
 	}
 	first.msg = m
-}
-
-// sharedUnsubscribeURL is the footer and List-Unsubscribe link of a
-// shared email: the same for every member, so it names only the type,
-// and the page it opens asks who wants to leave (see
-// web/unsubscribe_shared.go).
-func (w *FlushWorker) sharedUnsubscribeURL(typeKey string) string {
-	return w.Links.BaseURL + "/unsubscribe/shared?type=" + url.QueryEscape(typeKey)
 }
 
 // markShared records, after start, which deliveries went out together.
