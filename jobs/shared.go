@@ -215,8 +215,9 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 // all of them. The email shows no recipient's address and carries no
 // personal link: a link in an email many people receive alike would let
 // any of them (or anyone it is forwarded to) unsubscribe or change the
-// settings of whoever it names. Members leave the type from their own
-// settings page (README, "Shared delivery"). Its Message-ID is the first
+// settings of whoever it names. Its unsubscribe link names only the type
+// (Links.SharedUnsubscribeURL); its page mails each member who asks their
+// own link. Its Message-ID is the first
 // batch's, so a retry of the same group is recognisably the same email;
 // every member's delivery carries it.
 func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
@@ -227,7 +228,7 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 	in := *first.input
 	in.Recipient.Email, in.Recipient.Name = "", ""
 	in.SettingsURL, in.ThreadID, in.ThreadKey = "", "", ""
-	in.UnsubscribeURL = ""
+	in.UnsubscribeURL = w.Links.SharedUnsubscribeURL(*first.content.Batch.TypeKey, now)
 	in.MessageID = w.envelope().MessageID(first.batchID)
 	m, err := mailtemplates.Render(in)
 	if err != nil {

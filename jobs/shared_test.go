@@ -107,6 +107,9 @@ func TestSharedDeliveryFloodToATeamIsOneEmail(t *testing.T) {
 			if len(m.To) != 50 || m.Header.Get("To") != "undisclosed-recipients:;" || m.Header.Get("Message-Id") != "<"+first.MessageID+">" {
 				t.Fatalf("%d envelope recipients, To %q, Message-ID %s", len(m.To), m.Header.Get("To"), m.Header.Get("Message-Id"))
 			}
+			if !strings.Contains(m.Header.Get("List-Unsubscribe"), "/unsubscribe/shared?token=") || m.Header.Get("List-Unsubscribe-Post") != "" {
+				t.Fatalf("List-Unsubscribe %q, Post %q: want the shared page, no one-click", m.Header.Get("List-Unsubscribe"), m.Header.Get("List-Unsubscribe-Post"))
+			}
 			body := string(m.Data)
 			if !strings.Contains(body, "300 tasks failed") || strings.Contains(body, "m01@example.com") {
 				t.Fatalf("the shared email does not list the 300 failures, or shows an address:\n%s", body[:min(len(body), 3000)])

@@ -74,7 +74,11 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 		// SetListUnsubscribeOneClick insists on https, as RFC 8058 does; a
 		// local demo on http://localhost still gets the same two headers,
 		// which mail clients use to offer the link.
-		if err := msg.SetListUnsubscribeOneClick(u); err != nil {
+		// A shared email's link opens a page that asks who is leaving:
+		// it cannot unsubscribe anyone in one click.
+		if len(m.Rcpts) > 0 {
+			msg.SetListUnsubscribe(u)
+		} else if err := msg.SetListUnsubscribeOneClick(u); err != nil {
 			msg.SetListUnsubscribe(u)
 			msg.SetListUnsubscribePost()
 		}

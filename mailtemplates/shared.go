@@ -24,11 +24,11 @@ func ContentKey(in Input) string {
 		loc = in.Recipient.Location.String()
 	}
 	k := struct {
-		Mode, Tag, Requested, Zone, From, ListID string
-		Since, Date                              time.Time
-		Groups                                   []Group
-		Brand                                    Brand
-		Thread                                   bool
+		Mode, Tag, Requested, Zone, From, ListID, Since string
+		Date                                            time.Time
+		Groups                                          []Group
+		Brand                                           Brand
+		Thread                                          bool
 		// Which footer parts exist changes the layout.
 		HasEmail, HasSettings, HasUnsubscribe bool
 	}{
@@ -37,7 +37,17 @@ func ContentKey(in Input) string {
 		HasEmail: oneLine(in.Recipient.Email) != "", HasSettings: in.SettingsURL != "", HasUnsubscribe: in.UnsubscribeURL != "",
 	}
 	if isDigest(in.Mode) {
-		k.Since = in.Since
+		// What the digest says of its start, not the instant: digests
+		// opened minutes apart read alike.
+		zone := in.Recipient.Location
+		if zone == nil {
+			zone = time.UTC
+		}
+		now := in.Date
+		if now.IsZero() {
+			now = time.Now()
+		}
+		k.Since = sinceLabel(in.Since, now, zone, in.Locale)
 	}
 	b, err := json.Marshal(k)
 	if err != nil {
@@ -211,4 +221,17 @@ func escapeHref(s string) string {
 	var b strings.Builder
 	hrefEscaper.Execute(&b, s)
 	return strings.TrimSuffix(strings.TrimPrefix(b.String(), `<a href="`), `">`)
+}
+
+// PurposeSharedUnsubscribe signs the unsubscribe link of a shared email.
+const PurposeSharedUnsubscribe = "shared-unsubscribe"
+
+// SharedUnsubscribeURL is the footer and List-Unsubscribe link of a
+// shared email, the same for every member: it names the type, never a
+// recipient, so opening it unsubscribes nobody. Its page asks for an
+// address and mails that address its own unsubscribe link, so only the
+// owner of an address can stop its emails.
+func (l Links) SharedUnsubscribeURL(typeKey string, now time.Time) string {
+	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
+	return l.url("/unsubscribe/shared", l.SignedToken(PurposeSharedUnsubscribe, "", typeKey, exp))
 }

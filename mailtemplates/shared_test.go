@@ -109,6 +109,11 @@ func TestContentKeySeparatesZonesAndLanguages(t *testing.T) {
 	german.Locale = i18n.Resolve("de", "", "")
 	later := ins[0]
 	later.Date = later.Date.Add(time.Second)
+	digest := recipients(input("daily", comments()), 2)
+	digest[1].Since = digest[1].Since.Add(time.Minute)
+	if ContentKey(digest[0]) != ContentKey(digest[1]) {
+		t.Error("digests opened a minute apart, both \"since\" the same day, got different keys")
+	}
 	for name, other := range map[string]Input{"zone": tokyo, "locale": german, "date": later} {
 		if ContentKey(other) == ContentKey(ins[0]) {
 			t.Errorf("a different %s gives the same key", name)

@@ -88,6 +88,8 @@ func (s *Server) routes() *patternMux {
 	page("GET /unsubscribe", s.unsubscribeConfirm)
 	page("POST /unsubscribe", s.unsubscribeOneClick)
 	page("POST /unsubscribe/undo", s.unsubscribeUndo)
+	page("GET /unsubscribe/shared", s.sharedUnsubscribePage)
+	page("POST /unsubscribe/shared", s.sharedUnsubscribeSend)
 	mux.HandleFunc("GET /brand.css", s.brandCSS)
 	page("GET /settings/enter", s.settingsEnter)
 	page("GET /settings", s.settingsPage)
