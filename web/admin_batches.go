@@ -96,6 +96,9 @@ func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
 	for _, dd := range d.Deliveries {
 		v.Delivery = []views.Stat{{Label: "State", Value: dd.State}, {Label: "Attempts", Value: strconv.Itoa(dd.Attempts)},
 			{Label: "Message-ID", Value: dd.MessageID}, {Label: "Sent", Value: fmtTime(dd.SentAt)}}
+		if st := sharedStat(dd.SharedWith); st != nil {
+			v.Delivery = append(v.Delivery, *st)
+		}
 		if dd.PossiblyLost {
 			v.Delivery = append(v.Delivery, views.Stat{Label: "Possibly lost", Value: "yes", Note: "marked sent before SMTP confirmed (at-most-once)"})
 		}

@@ -1,6 +1,10 @@
 package web_test
 
-import "testing"
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // A type opts into shared delivery through the API and reads it back; a
 // type whose emails carry a per-recipient link to stop one conversation
@@ -15,5 +19,31 @@ func TestTypeSharedDelivery(t *testing.T) {
 	code, p := a.call(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","unsubscribe":"thread","shared_delivery":true}`)
 	if code != 422 || fieldOf(p) != "shared_delivery" {
 		t.Fatalf("shared delivery with thread unsubscribe: %d %v, want 422 naming shared_delivery", code, p)
+	}
+}
+
+// The batch API and the console's batch page show which batches went
+// out together in one shared email.
+func TestBatchShowsItsSharedDelivery(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/task.failed", `{"name":"Failed tasks","shared_delivery":true}`, 200)
+	for _, id := range []string{"u_ann", "u_cat"} {
+		a.mustCall(t, "PUT", "/api/v1/recipients/"+id, `{"email":"`+id+`@example.com"}`, 200)
+	}
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"task.failed","actor":{"id":"ci"},"object":{"title":"nightly"},"recipients":["u_ann","u_bob","u_cat"]}`, 202)
+	var ids []int64
+	for _, b := range res["batches"].([]any) {
+		ids = append(ids, int64(b.(map[string]any)["id"].(float64)))
+	}
+	a.workFlush(t, ids[0])
+	d := a.mustCall(t, "GET", "/api/v1/batches/"+strconv.FormatInt(ids[2], 10), "", 200)
+	del := d["deliveries"].([]any)[0].(map[string]any)
+	if got, _ := del["shared_with"].([]any); len(got) != 3 || d["state"] != "sent" {
+		t.Fatalf("batch %d is %v, shared with %v; want sent with all 3", ids[2], d["state"], del["shared_with"])
+	}
+	_, doc := getDoc(t, operatorClient(t, a), a.srv.URL+"/admin/batches/"+strconv.FormatInt(ids[1], 10))
+	if txt := doc.Text(); !strings.Contains(txt, "one shared email to 3 recipients") {
+		t.Fatal("the batch page does not say its email went out shared")
 	}
 }
