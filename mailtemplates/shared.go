@@ -49,12 +49,11 @@ func ContentKey(in Input) string {
 		}
 		k.Since = sinceLabel(in.Since, now, zone, in.Locale)
 	}
-	b, err := json.Marshal(k)
-	if err != nil {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(k); err != nil {
 		return "unique:" + in.MessageID + ":" + in.Recipient.ID
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // RenderMany renders many inputs, each email once for all the inputs
@@ -106,8 +105,8 @@ func RenderAlike(ins []Input) ([]*Message, []error) {
 	tok := newTokens()
 	shared := ins[0]
 	shared.Recipient.Email = tok.email(ins[0].Recipient.Email)
-	shared.SettingsURL = tok.url(ins[0].SettingsURL, tok.settings)
-	shared.UnsubscribeURL = tok.url(ins[0].UnsubscribeURL, tok.unsubscribe)
+	shared.SettingsURL = tok.url(ins[0].SettingsURL, 1)
+	shared.UnsubscribeURL = tok.url(ins[0].UnsubscribeURL, 2)
 	m, shrunk, err := renderFit(shared)
 	if err != nil || shrunk || tok.foundIn(shared) {
 		for i := range ins {
@@ -115,9 +114,10 @@ func RenderAlike(ins []Input) ([]*Message, []error) {
 		}
 		return out, errs
 	}
+	html, text := tok.split(m.HTML), tok.split(m.Text)
 	base := encodedSize([]byte(m.HTML))
 	for i, in := range ins {
-		c, ok := tok.fill(m, in, base)
+		c, ok := tok.fill(m, html, text, in, base)
 		if !ok {
 			alone(i)
 			continue
@@ -128,17 +128,19 @@ func RenderAlike(ins []Input) ([]*Message, []error) {
 }
 
 // tokens are the stand-ins of one shared render: random, so no event can
-// carry one, and of letters and digits only, so every escaper leaves
-// them as they are.
+// carry one, and of letters and digits only (and, for the address, what
+// an address needs), so every escaper leaves them as they are. The
+// address, the settings link and the unsubscribe link are slots 0, 1, 2.
 type tokens struct {
-	address, settings, unsubscribe string
+	prefix string
+	slot   [3]string
 }
 
 func newTokens() tokens {
 	b := make([]byte, 12)
 	rand.Read(b)
-	n := hex.EncodeToString(b)
-	return tokens{address: "lullrcpt" + n + "a", settings: "lullrcpt" + n + "s", unsubscribe: "lullrcpt" + n + "u"}
+	p := "lullrcpt" + hex.EncodeToString(b)
+	return tokens{prefix: p, slot: [3]string{p + "a@x.invalid", "https://" + p + "s.invalid/", "https://" + p + "u.invalid/"}}
 }
 
 // email stands in for an address, keeping an empty one empty.
@@ -146,16 +148,16 @@ func (t tokens) email(v string) string {
 	if oneLine(v) == "" {
 		return ""
 	}
-	return t.address + "@x.invalid"
+	return t.slot[0]
 }
 
 // url stands in for a link, keeping an empty one empty. The token is a
 // host, which the HTML escaper's URL filter lets through unchanged.
-func (t tokens) url(v, tok string) string {
+func (t tokens) url(v string, slot int) string {
 	if v == "" {
 		return ""
 	}
-	return "https://" + tok + ".invalid/"
+	return t.slot[slot]
 }
 
 // foundIn reports whether a token already occurs in in's content, which
@@ -163,39 +165,77 @@ func (t tokens) url(v, tok string) string {
 // to fill.
 func (t tokens) foundIn(in Input) bool {
 	b, _ := json.Marshal(in.Groups)
-	return bytes.Contains(b, []byte(t.address[:len(t.address)-1]))
+	return bytes.Contains(b, []byte(t.prefix))
 }
 
-// fill makes in's copy of the shared message m. It reports false when
-// the copy's HTML might exceed maxHTML, where Render would have shrunk it.
-func (t tokens) fill(m *Message, in Input, base int) (*Message, bool) {
-	email := oneLine(in.Recipient.Email)
-	var htmlPairs, textPairs []string
-	added := 0
-	add := func(tok, raw, escaped string) {
-		if tok == "" {
-			return
+// piece is a run of a shared render: literal text, then the slot whose
+// value follows it (-1: none).
+type piece struct {
+	lit  string
+	slot int
+}
+
+// split cuts a shared render at its tokens, once, so each copy is a
+// single pass of copying.
+func (t tokens) split(s string) []piece {
+	var out []piece
+	for {
+		i := strings.Index(s, t.prefix)
+		if i < 0 {
+			return append(out, piece{s, -1})
 		}
-		htmlPairs = append(htmlPairs, tok, escaped)
-		textPairs = append(textPairs, tok, raw)
-		added += len(escaped)
+		slot := -1
+		for k, tok := range t.slot {
+			// A URL token starts before the prefix, with its scheme.
+			start := i - strings.Index(tok, t.prefix)
+			if start >= 0 && strings.HasPrefix(s[start:], tok) {
+				out = append(out, piece{s[:start], k})
+				s, slot = s[start+len(tok):], k
+				break
+			}
+		}
+		if slot < 0 { // cannot happen: only the tokens carry the prefix
+			out = append(out, piece{s[:i+len(t.prefix)], -1})
+			s = s[i+len(t.prefix):]
+		}
 	}
-	if email != "" {
-		add(t.address+"@x.invalid", email, escapeText(email))
+}
+
+// join fills pieces with values.
+func join(ps []piece, vals *[3]string) (string, int) {
+	n, added := 0, 0
+	for _, p := range ps {
+		n += len(p.lit)
+		if p.slot >= 0 {
+			n += len(vals[p.slot])
+			added += len(vals[p.slot])
+		}
 	}
-	if in.SettingsURL != "" {
-		add("https://"+t.settings+".invalid/", in.SettingsURL, escapeHref(in.SettingsURL))
+	var b strings.Builder
+	b.Grow(n)
+	for _, p := range ps {
+		b.WriteString(p.lit)
+		if p.slot >= 0 {
+			b.WriteString(vals[p.slot])
+		}
 	}
-	if in.UnsubscribeURL != "" {
-		add("https://"+t.unsubscribe+".invalid/", in.UnsubscribeURL, escapeHref(in.UnsubscribeURL))
-	}
+	return b.String(), added
+}
+
+// fill makes in's copy of the shared message m from its pieces. It
+// reports false when the copy's HTML might exceed maxHTML, where Render
+// would have shrunk it.
+func (t tokens) fill(m *Message, html, text []piece, in Input, base int) (*Message, bool) {
+	email := oneLine(in.Recipient.Email)
+	raw := [3]string{email, in.SettingsURL, in.UnsubscribeURL}
+	escaped := [3]string{escapeText(email), escapeHref(in.SettingsURL), escapeHref(in.UnsubscribeURL)}
 	c := *m
-	c.HTML = strings.NewReplacer(htmlPairs...).Replace(m.HTML)
-	c.Text = strings.NewReplacer(textPairs...).Replace(m.Text)
-	// Each value shows at most twice in the HTML part; quoted-printable
-	// at most triples a byte and adds a soft break every 73. Under that
-	// bound the copy fits without measuring it.
-	if base+2*(4*added+12) > maxHTML && encodedSize([]byte(c.HTML)) > maxHTML {
+	var added int
+	c.HTML, added = join(html, &escaped)
+	c.Text, _ = join(text, &raw)
+	// Quoted-printable at most triples a byte and adds a three-byte soft
+	// break every 73; under that bound the copy fits without measuring.
+	if base+4*added+12*len(html) > maxHTML && encodedSize([]byte(c.HTML)) > maxHTML {
 		return nil, false
 	}
 	c.To, c.ToName = in.Recipient.Email, oneLine(in.Recipient.Name)

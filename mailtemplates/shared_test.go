@@ -120,3 +120,32 @@ func TestContentKeySeparatesZonesAndLanguages(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRenderMany renders a set of 100 digests: the same fan-out to
+// 100 recipients (rendered once, filled in 100 times) against 100
+// digests that each differ.
+func BenchmarkRenderMany(b *testing.B) {
+	plain := func() []Input {
+		ins := make([]Input, 100)
+		for i := range ins {
+			in := input("daily", comments(), failures())
+			in.Recipient.Email = fmt.Sprintf("member%d@example.com", i)
+			in.SettingsURL = fmt.Sprintf("https://lull.example/settings/enter?token=s%d", i)
+			in.UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d", i)
+			ins[i] = in
+		}
+		return ins
+	}
+	same, differ := plain(), plain()
+	for i := range differ {
+		differ[i].Groups = []Group{comments(), failures()}
+		differ[i].Groups[0].Items[0].Object.Title = fmt.Sprintf("Q3 plan %d", i)
+	}
+	for name, ins := range map[string][]Input{"Same": same, "Differ": differ} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				RenderMany(ins)
+			}
+		})
+	}
+}
