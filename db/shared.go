@@ -48,3 +48,13 @@ func SharedWith(ctx context.Context, q Querier, id int64) ([]int64, error) {
 	}
 	return collectIDs(rows)
 }
+
+// Unshare records that batch id's email went out alone after all, as
+// messageID: its shared email was refused and each member got their own.
+func Unshare(ctx context.Context, q Querier, id int64, messageID string) error {
+	_, err := q.Exec(ctx, `UPDATE deliveries SET message_id = $2, shared_by = NULL WHERE batch_id = $1`, id, messageID)
+	if err != nil {
+		return fmt.Errorf("unshare delivery of batch %d: %w", id, err)
+	}
+	return nil
+}

@@ -113,6 +113,9 @@ type sendPlan struct {
 	input      *mailtemplates.Input
 	passengers []*sendPlan
 	rider      bool
+	// own is the batch's own email, sent instead of the shared one when
+	// that is refused (sendApart).
+	own *mailtemplates.Message
 }
 
 // prepared is what step one decided for one job: a plan to send, a
@@ -400,6 +403,9 @@ type outcome struct {
 // job; a permanent one, or the last try, fails the batch visibly.
 func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan *sendPlan) error {
 	sendErr := w.Sender.Send(ctx, plan.msg)
+	if len(plan.passengers) > 0 && sendErr != nil && (mail.IsRecipientRefused(sendErr) || !mail.IsTemporary(sendErr)) {
+		return w.sendApart(ctx, job, plan, sendErr)
+	}
 	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
 	o.final = sendErr == nil || !mail.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
 	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))

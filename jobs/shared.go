@@ -3,6 +3,7 @@ package jobs
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -13,7 +14,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
+	"github.com/lull-dev/lull/metrics"
 	"github.com/lull-dev/lull/preferences"
 )
 
@@ -237,6 +240,8 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 	m.To = first.msg.To
 	for _, p := range chunk {
 		m.Rcpts = append(m.Rcpts, p.msg.To)
+		own := *p.msg
+		p.own = &own
 		p.msg.MessageID = m.MessageID
 		if p != first {
 			p.rider, p.jobID = true, first.jobID
@@ -275,5 +280,33 @@ func (w *FlushWorker) recordShared(ctx context.Context, q db.Querier, o outcome)
 			return err
 		}
 	}
+	return nil
+}
+
+// sendApart sends each member of a shared email that the server refused
+// their own email: a refused recipient (a mailbox that no longer exists)
+// or a refusal for good stops the whole message, so nobody got it, and
+// one member's bad address must not cost the others theirs. Each outcome
+// is recorded as a single send's would be; a member whose own email
+// fails for a while stays flushing, and the sweep hands it a job of its
+// own once this one is done.
+func (w *FlushWorker) sendApart(ctx context.Context, job *river.Job[FlushArgs], plan *sendPlan, sharedErr error) error {
+	w.Logger.Warn("shared email refused; sending each member their own", "batch", plan.batchID, "members", len(plan.passengers)+1, "err", sharedErr)
+	all := append([]*sendPlan{plan}, plan.passengers...)
+	for _, p := range all {
+		err := w.Sender.Send(ctx, p.own)
+		o := outcome{job: job, plan: &sendPlan{batchID: p.batchID, delivery: p.delivery}, sendErr: err, now: w.now()}
+		o.final = err == nil || !mail.IsTemporary(err) || job.Attempt >= job.MaxAttempts
+		w.Metrics.Delivered(err, o.final, o.now.Sub(p.closesAt))
+		if err := w.DB.Pipeline(context.WithoutCancel(ctx), func(q db.Querier) error {
+			if err := db.Unshare(ctx, q, p.batchID, p.own.MessageID); err != nil {
+				return err
+			}
+			return w.record(ctx, q, o)
+		}); err != nil {
+			return fmt.Errorf("record delivery of batch %d: %w", p.batchID, err)
+		}
+	}
+	w.Metrics.Flushed(metrics.FlushSent)
 	return nil
 }

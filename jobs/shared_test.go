@@ -232,3 +232,62 @@ func TestSharedDeliveryCrashBetweenSendAndRecord(t *testing.T) {
 		})
 	}
 }
+
+// A member whose mailbox the server refuses (550 at RCPT) stops a shared
+// email for everyone, since the message then goes to nobody: each member
+// gets their own email instead, and only the refused one fails, with the
+// server's answer.
+func TestSharedDeliveryRefusedMemberGetsOthersTheirOwn(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	srv.RefuseRcpt("m02@example.com", 550, "5.1.1 no such user")
+	ids := team(t, b, true, 5, 3)
+	b.flushDue(t)
+	msgs := srv.WaitFor(t, 4, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if got := srv.Received(); got != 4 {
+		t.Fatalf("%d emails, want 4 (each member but the refused one, alone)", got)
+	}
+	for _, m := range msgs {
+		if len(m.To) != 1 || m.To[0] == "m02@example.com" {
+			t.Fatalf("an email went to %v", m.To)
+		}
+	}
+	for i, id := range ids {
+		want := db.StateSent
+		if i == 2 {
+			want = db.StateFailed
+		}
+		if got := b.batch(t, id); got.State != want || (i == 2 && !strings.Contains(got.Reason, "no such user")) {
+			t.Fatalf("batch of m%02d is %s (%q), want %s", i, got.State, got.Reason, want)
+		}
+	}
+}
+
+// A team larger than an email's recipient cap (100) gets several shared
+// emails, every member exactly once.
+func TestSharedDeliverySplitsAHugeTeam(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	team(t, b, true, 230, 1)
+	b.flushDue(t)
+	msgs := srv.WaitFor(t, 3, 20*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	seen := map[string]int{}
+	var sizes []int
+	for _, m := range srv.Messages() {
+		sizes = append(sizes, len(m.To))
+		for _, to := range m.To {
+			seen[to]++
+		}
+	}
+	slices.Sort(sizes)
+	if srv.Received() != 3 || !slices.Equal(sizes, []int{30, 100, 100}) || len(seen) != 230 || len(msgs) != 3 {
+		t.Fatalf("%d emails of %v recipients reaching %d members, want 3 of 100, 100 and 30 reaching 230", srv.Received(), sizes, len(seen))
+	}
+	for to, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s got %d emails", to, n)
+		}
+	}
+}
