@@ -94,13 +94,20 @@ func RenderMany(ins []Input) (out []*Message, errs []error) {
 // longer values would push theirs over it) is rendered alone. errs[i]
 // is input i's error.
 func RenderAlike(ins []Input) ([]*Message, []error) {
-	out, errs := make([]*Message, len(ins)), make([]error, len(ins))
-	alone := func(i int) { out[i], errs[i] = Render(ins[i]) }
+	out, errs, _ := renderAlike(ins)
+	return out, errs
+}
+
+// renderAlike is RenderAlike, also counting the renders it made, which
+// its test holds to one for recipients alike.
+func renderAlike(ins []Input) (out []*Message, errs []error, renders int) {
+	out, errs = make([]*Message, len(ins)), make([]error, len(ins))
+	alone := func(i int) { out[i], errs[i] = Render(ins[i]); renders++ }
 	if len(ins) < 2 {
 		for i := range ins {
 			alone(i)
 		}
-		return out, errs
+		return out, errs, renders
 	}
 	tok := newTokens()
 	shared := ins[0]
@@ -108,11 +115,12 @@ func RenderAlike(ins []Input) ([]*Message, []error) {
 	shared.SettingsURL = tok.url(ins[0].SettingsURL, 1)
 	shared.UnsubscribeURL = tok.url(ins[0].UnsubscribeURL, 2)
 	m, shrunk, err := renderFit(shared)
+	renders++
 	if err != nil || shrunk || tok.foundIn(shared) {
 		for i := range ins {
 			alone(i)
 		}
-		return out, errs
+		return out, errs, renders
 	}
 	html, text := tok.split(m.HTML), tok.split(m.Text)
 	base := encodedSize([]byte(m.HTML))
@@ -124,7 +132,7 @@ func RenderAlike(ins []Input) ([]*Message, []error) {
 		}
 		out[i] = c
 	}
-	return out, errs
+	return out, errs, renders
 }
 
 // tokens are the stand-ins of one shared render: random, so no event can

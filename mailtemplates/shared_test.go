@@ -89,6 +89,20 @@ func TestRenderManyEqualsRenderingEachAlone(t *testing.T) {
 	}
 }
 
+// Recipients alike are rendered once, however many there are.
+func TestRenderAlikeRendersOnce(t *testing.T) {
+	t.Parallel()
+	ins := make([]Input, 50)
+	for i := range ins {
+		ins[i] = input("cooldown", comments())
+		ins[i].Recipient.Email = fmt.Sprintf("member%d@example.com", i)
+		ins[i].UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d", i)
+	}
+	if _, errs, renders := renderAlike(ins); renders != 1 || errs[0] != nil {
+		t.Fatalf("%d renders for 50 recipients alike (%v), want 1", renders, errs[0])
+	}
+}
+
 func tail(s string) string { return s[max(0, len(s)-600):] }
 
 // Recipients differ in content where their zone or language changes how
