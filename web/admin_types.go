@@ -63,7 +63,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	}
 	// The form does not edit these; the API does.
 	t.BurstLimit, t.SkipRead, t.ViewURL, t.Texts = old.BurstLimit, old.SkipRead, old.ViewURL, old.Texts
-	t.Unsubscribe = old.Unsubscribe
+	t.Unsubscribe, t.SharedDelivery = old.Unsubscribe, old.SharedDelivery
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,5 +46,19 @@ func TestBatchShowsItsSharedDelivery(t *testing.T) {
 	_, doc := getDoc(t, operatorClient(t, a), a.srv.URL+"/admin/batches/"+strconv.FormatInt(ids[1], 10))
 	if txt := doc.Text(); !strings.Contains(txt, "one shared email to 3 recipients") {
 		t.Fatal("the batch page does not say its email went out shared")
+	}
+}
+
+// The console's type form does not show shared delivery, so saving it
+// keeps the choice the API made.
+func TestConsoleTypeFormKeepsSharedDelivery(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate","shared_delivery":true}`, 200)
+	postForm(t, operatorClient(t, a), a.srv.URL+"/admin/types/comment/edit", url.Values{"name": {"Team comments"}, "default_mode": {"immediate"},
+		"max_items": {"0"}, "display_limit": {"10"}, "item_order": {"latest"}, "do": {"save"}})
+	got := a.mustCall(t, "GET", "/api/v1/types/comment", "", 200)
+	if got["name"] != "Team comments" || got["shared_delivery"] != true {
+		t.Fatalf("after the console saved it the type is %v, shared_delivery %v", got["name"], got["shared_delivery"])
 	}
 }
