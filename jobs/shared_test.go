@@ -291,3 +291,30 @@ func TestSharedDeliverySplitsAHugeTeam(t *testing.T) {
 		}
 	}
 }
+
+// A type switched to shared delivery while its batches are open shares
+// them at their flush: the flush reads the type as it is then.
+func TestSharedDeliveryTurnedOnWhileBatchesAreOpen(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	ids := team(t, b, false, 6, 2)
+	typ, err := db.GetType(context.Background(), b.db.Pool, "task.failed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ.SharedDelivery = true
+	if err := db.SaveType(context.Background(), b.db.Pool, typ); err != nil {
+		t.Fatal(err)
+	}
+	b.flushDue(t)
+	msgs := srv.WaitFor(t, 1, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if srv.Received() != 1 || len(msgs[0].To) != 6 {
+		t.Fatalf("%d emails, the first to %d members; want one to all 6", srv.Received(), len(msgs[0].To))
+	}
+	for _, id := range ids {
+		if st := b.batch(t, id).State; st != db.StateSent {
+			t.Fatalf("batch %d is %s", id, st)
+		}
+	}
+}
