@@ -58,3 +58,25 @@ func Unshare(ctx context.Context, q Querier, id int64, messageID string) error {
 	}
 	return nil
 }
+
+// SharedCounts returns, for those of ids whose email went out shared,
+// how many batches that email served.
+func SharedCounts(ctx context.Context, q Querier, ids []int64) (map[int64]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT d.batch_id, (SELECT count(*) FROM deliveries s WHERE s.shared_by = d.shared_by)
+		FROM deliveries d WHERE d.batch_id = ANY($1) AND d.shared_by IS NOT NULL`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("shared deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}

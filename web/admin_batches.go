@@ -71,6 +71,10 @@ func (s *Server) adminBatches(w http.ResponseWriter, r *http.Request) {
 	for _, b := range bs {
 		v.Rows = append(v.Rows, batchRow(b, s.now()))
 	}
+	if err := markSharedRows(r.Context(), s.DB.Pool, bs, v.Rows); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	if len(bs) == f.Limit {
 		q.Set("cursor", strconv.FormatInt(bs[len(bs)-1].ID, 10))
 		v.NextURL = "/admin/batches?" + q.Encode()

@@ -47,6 +47,10 @@ func TestBatchShowsItsSharedDelivery(t *testing.T) {
 	if txt := doc.Text(); !strings.Contains(txt, "one shared email to 3 recipients") {
 		t.Fatal("the batch page does not say its email went out shared")
 	}
+	_, doc = getDoc(t, operatorClient(t, a), a.srv.URL+"/admin/batches?type=task.failed")
+	if got := doc.Find(`[data-testid="shared"]`); got.Length() != 3 || got.First().Text() != "shared ×3" {
+		t.Fatalf("the batch browser marks %d rows shared (%q), want 3", got.Length(), got.First().Text())
+	}
 }
 
 // The console's type form does not show shared delivery, so saving it
