@@ -10,16 +10,19 @@ import (
 // with a batch of typeKey and batchKey flushed by job jobID at now: other
 // recipients' open batches of that key already due, and batches left
 // flushing by this job's earlier attempt or by a job that died (the sweep
-// cleared their owner), so a retry sends the same group again. Batches
-// in exclude are already in hand. Nothing is locked: the caller locks
-// what it takes with LockFreeForFlush.
-func SharedSiblings(ctx context.Context, q Querier, typeKey, batchKey string, exclude []int64, jobID int64, now time.Time, limit int) ([]int64, error) {
+// cleared their owner), so a retry sends the same group again. Only
+// recipients in zone with locale are asked for: others' emails read
+// differently, and locking their batches would only hold up their own
+// flushes. Batches in exclude are already in hand. Nothing is locked:
+// the caller locks what it takes with LockFreeForFlush.
+func SharedSiblings(ctx context.Context, q Querier, typeKey, batchKey string, exclude []int64, jobID int64, zone, locale string, now time.Time, limit int) ([]int64, error) {
 	rows, err := q.Query(ctx, `
-		SELECT id FROM batches
-		WHERE type_key = $1 AND batch_key = $2 AND id <> ALL($3)
-		  AND ((state = 'open' AND closes_at <= $5)
-		       OR (state = 'flushing' AND (flush_job_id = $4 OR flush_job_id IS NULL)))
-		ORDER BY id LIMIT $6`, typeKey, batchKey, exclude, jobID, now, limit)
+		SELECT b.id FROM batches b JOIN recipients r ON r.id = b.recipient_id
+		WHERE b.type_key = $1 AND b.batch_key = $2 AND b.id <> ALL($3)
+		  AND ((b.state = 'open' AND b.closes_at <= $5)
+		       OR (b.state = 'flushing' AND (b.flush_job_id = $4 OR b.flush_job_id IS NULL)))
+		  AND r.timezone = $7 AND r.locale = $8
+		ORDER BY b.id LIMIT $6`, typeKey, batchKey, exclude, jobID, now, limit, zone, locale)
 	if err != nil {
 		return nil, fmt.Errorf("shared siblings of %s: %w", batchKey, err)
 	}

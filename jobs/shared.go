@@ -165,9 +165,13 @@ func (w *FlushWorker) share(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 // k); it returns them as plans owned by like's job.
 func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, k string, room int, held *[]int64, now time.Time) ([]*sendPlan, error) {
 	b := like.content.Batch
-	// Twice the room: members in other zones or languages share the key
-	// but not the content, and are left to their own jobs.
-	ids, err := db.SharedSiblings(ctx, tx, *b.TypeKey, b.BatchKey, *held, like.jobID, now, 2*room)
+	// Twice the room: members who muted the type, or whose items differ,
+	// share the key but not the content, and are left to their own jobs.
+	var rec db.Recipient
+	for _, rs := range like.content.Settings {
+		rec = rs.Recipient
+	}
+	ids, err := db.SharedSiblings(ctx, tx, *b.TypeKey, b.BatchKey, *held, like.jobID, rec.Timezone, rec.Locale, now, 2*room)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}

@@ -318,3 +318,29 @@ func TestSharedDeliveryTurnedOnWhileBatchesAreOpen(t *testing.T) {
 		}
 	}
 }
+
+// Members in several time zones, their batches interleaved, get one
+// shared email per zone: each email takes along only its own zone's
+// members, not the first batches by id whatever their zone.
+func TestSharedDeliveryPacksEachZone(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	team(t, b, true, 400, 1)
+	zones := []string{"UTC", "Asia/Tokyo", "Europe/Berlin", "America/New_York"}
+	for i, z := range zones {
+		if _, err := b.db.Pool.Exec(context.Background(), `UPDATE recipients SET timezone = $1
+			WHERE id LIKE 'm%' AND substr(id, 2)::int % 4 = $2`, z, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.flushDue(t)
+	srv.WaitFor(t, 4, 20*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	var sizes []int
+	for _, m := range srv.Messages() {
+		sizes = append(sizes, len(m.To))
+	}
+	if !slices.Equal(sizes, []int{100, 100, 100, 100}) {
+		t.Fatalf("emails of %v recipients, want 4 of 100, one per zone", sizes)
+	}
+}
