@@ -122,9 +122,11 @@ func RecordAttempt(ctx context.Context, q Querier, id int64, ok bool, answer, st
 }
 
 // MarkPossiblyLost flags an at-most-once delivery whose send was never
-// confirmed because the process died mid-send.
+// confirmed because the process died mid-send, with every delivery that
+// shared its email.
 func MarkPossiblyLost(ctx context.Context, q Querier, id int64) error {
-	_, err := q.Exec(ctx, `UPDATE deliveries SET possibly_lost = true WHERE id = $1 AND NOT confirmed`, id)
+	_, err := q.Exec(ctx, `UPDATE deliveries SET possibly_lost = true
+		WHERE (id = $1 OR shared_by = (SELECT shared_by FROM deliveries WHERE id = $1)) AND NOT confirmed`, id)
 	return err
 }
 

@@ -8,9 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,6 +114,15 @@ type sendPlan struct {
 	// dropped is the skip log of what the recipient no longer wants,
 	// left out of an email that still goes out.
 	dropped []db.Skip
+	// input is what msg was rendered from; passengers are the batches
+	// whose recipients this plan's shared email also goes to, and rider
+	// marks such a batch (shared.go).
+	input      *mailtemplates.Input
+	passengers []*sendPlan
+	rider      bool
+	// own is the batch's own email, sent instead of the shared one when
+	// that is refused (sendApart).
+	own *mailtemplates.Message
 }
 
 // prepared is what step one decided for one job: a plan to send, a
@@ -226,6 +233,10 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 			}
 		}
 		w.composeAll(plans, now)
+		taken, err := w.share(ctx, tx, plans, now)
+		if err != nil {
+			return err
+		}
 		var composed []*sendPlan
 		for i := range out {
 			switch p := out[i].plan; {
@@ -233,11 +244,14 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 			case p.msg == nil && p.skip == "":
 				// Alone, the compose fails again and reports why.
 				out[i] = prepared{alone: true}
+			case p.rider:
+				// Another job of the set sends its email.
+				composed, out[i].plan = append(composed, p), nil
 			default:
 				composed = append(composed, p)
 			}
 		}
-		return w.start(ctx, tx, composed, now)
+		return w.start(ctx, tx, append(composed, taken...), now)
 	})
 	if err != nil {
 		for i := range out {
@@ -280,38 +294,7 @@ func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 			return fmt.Errorf("start delivery of batch %d: %w", p.batchID, db.ErrNotFound)
 		}
 	}
-	return nil
-}
-
-// composeAll composes the emails of plans on every core: rendering is
-// most of a set's own work, and the set's transaction stays open
-// meanwhile. A plan whose compose fails or panics is left with neither an
-// email nor a skip: the job then composes alone, on its own goroutine,
-// and reports what went wrong.
-func (w *FlushWorker) composeAll(plans []*sendPlan, now time.Time) {
-	next := make(chan *sendPlan)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(plans)) {
-		wg.Go(func() {
-			for p := range next {
-				w.composeOrLeave(p, now)
-			}
-		})
-	}
-	for _, p := range plans {
-		next <- p
-	}
-	close(next)
-	wg.Wait()
-}
-
-// composeOrLeave composes p's email, or leaves p as it is if that fails
-// or panics.
-func (w *FlushWorker) composeOrLeave(p *sendPlan, now time.Time) {
-	defer func() { recover() }()
-	if c, err := w.envelope().Compose(p.content, now); err == nil {
-		p.take(c)
-	}
+	return markShared(ctx, tx, plans)
 }
 
 // prepare is step one for one job. It returns a plan to send, a snooze
@@ -337,7 +320,11 @@ func (w *FlushWorker) prepare(ctx context.Context, tx pgx.Tx, job *river.Job[Flu
 		return nil, 0, err
 	}
 	plan.take(c)
-	return plan, 0, w.start(ctx, tx, []*sendPlan{plan}, now)
+	taken, err := w.share(ctx, tx, []*sendPlan{plan}, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	return plan, 0, w.start(ctx, tx, append([]*sendPlan{plan}, taken...), now)
 }
 
 // decide is step one for a locked batch: it snoozes, skips, or returns a
@@ -430,6 +417,9 @@ type outcome struct {
 // job; a permanent one, or the last try, fails the batch visibly.
 func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan *sendPlan) error {
 	sendErr := w.Sender.Send(ctx, plan.msg)
+	if len(plan.passengers) > 0 && sendErr != nil && (mail.IsRecipientRefused(sendErr) || !mail.IsTemporary(sendErr)) {
+		return w.sendApart(ctx, job, plan, sendErr)
+	}
 	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
 	o.final = sendErr == nil || !mail.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
 	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))
@@ -482,6 +472,9 @@ func (w *FlushWorker) recordSet(ctx context.Context, set []outcome) []error {
 // the order prepare and flagLost lock them; the other order deadlocks
 // against a job that holds the batch and waits for the delivery.
 func (w *FlushWorker) record(ctx context.Context, q db.Querier, o outcome) error {
+	if len(o.plan.passengers) > 0 {
+		return w.recordShared(ctx, q, o)
+	}
 	batchID, deliveryID := o.plan.batchID, o.plan.delivery.ID
 	switch {
 	case o.sendErr == nil:

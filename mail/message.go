@@ -49,12 +49,9 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 	}
 	from.Name = headerText(from.Name)
 	msg.SetAddrHeaderFromMailAddress(gomail.HeaderFrom, from)
-	to, err := mail.ParseAddress(oneLine(m.To))
-	if err != nil {
-		return nil, fmt.Errorf("%w: To %q: %v", ErrBadMessage, m.To, err)
+	if err := setTo(msg, m); err != nil {
+		return nil, err
 	}
-	to.Name = headerText(cmp.Or(m.ToName, to.Name))
-	msg.SetAddrHeaderFromMailAddress(gomail.HeaderTo, to)
 	setSubject(msg, headerText(m.Subject))
 	id, err := messageID(m.MessageID)
 	if err != nil {
@@ -77,7 +74,11 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 		// SetListUnsubscribeOneClick insists on https, as RFC 8058 does; a
 		// local demo on http://localhost still gets the same two headers,
 		// which mail clients use to offer the link.
-		if err := msg.SetListUnsubscribeOneClick(u); err != nil {
+		// A shared email's link opens a page that asks who is leaving:
+		// it cannot unsubscribe anyone in one click.
+		if len(m.Rcpts) > 0 {
+			msg.SetListUnsubscribe(u)
+		} else if err := msg.SetListUnsubscribeOneClick(u); err != nil {
 			msg.SetListUnsubscribe(u)
 			msg.SetListUnsubscribePost()
 		}
@@ -85,6 +86,32 @@ func Build(m *mailtemplates.Message) (*gomail.Msg, error) {
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
 	return msg, nil
+}
+
+// setTo addresses the email: the recipient in To, or, for a shared
+// email, every envelope recipient out of sight (as Bcc, which go-mail
+// never writes) under an empty group in To.
+func setTo(msg *gomail.Msg, m *mailtemplates.Message) error {
+	if len(m.Rcpts) == 0 {
+		to, err := mail.ParseAddress(oneLine(m.To))
+		if err != nil {
+			return fmt.Errorf("%w: To %q: %v", ErrBadMessage, m.To, err)
+		}
+		to.Name = headerText(cmp.Or(m.ToName, to.Name))
+		msg.SetAddrHeaderFromMailAddress(gomail.HeaderTo, to)
+		return nil
+	}
+	rcpts := make([]*mail.Address, len(m.Rcpts))
+	for i, r := range m.Rcpts {
+		a, err := mail.ParseAddress(oneLine(r))
+		if err != nil {
+			return fmt.Errorf("%w: recipient %q: %v", ErrBadMessage, r, err)
+		}
+		rcpts[i] = &mail.Address{Address: a.Address}
+	}
+	msg.SetAddrHeaderFromMailAddress(gomail.HeaderBcc, rcpts...)
+	msg.SetGenHeaderPreformatted("To", "undisclosed-recipients:;")
+	return nil
 }
 
 // setAutomatic writes the headers that say what kind of email this is:

@@ -2,6 +2,7 @@ package mail
 
 import (
 	"context"
+	"strings"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mailtemplates"
@@ -21,7 +22,16 @@ func (o *Outbox) Send(ctx context.Context, m *mailtemplates.Message) error {
 		batchID = &m.BatchID
 	}
 	return db.InsertOutbox(ctx, o.DB.Pool, &db.OutboxMessage{
-		MessageID: m.MessageID, BatchID: batchID, From: m.From, To: m.To, Subject: m.Subject,
+		MessageID: m.MessageID, BatchID: batchID, From: m.From, To: outboxTo(m), Subject: m.Subject,
 		Headers: Headers(m), Text: m.Text, HTML: m.HTML,
 	})
+}
+
+// outboxTo is who an email went to: its recipient, or every envelope
+// recipient of a shared email.
+func outboxTo(m *mailtemplates.Message) string {
+	if len(m.Rcpts) > 0 {
+		return strings.Join(m.Rcpts, ", ")
+	}
+	return m.To
 }

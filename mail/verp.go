@@ -27,7 +27,9 @@ type Envelope struct {
 // stamp adds the envelope to msg. Signing comes last, so the signature
 // covers the Feedback-ID.
 func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
-	if e.ReturnPath != nil && m.BatchID != 0 {
+	// A shared email's bounce could name only one of its batches, so it
+	// keeps the From address as its return path.
+	if e.ReturnPath != nil && m.BatchID != 0 && len(m.Rcpts) == 0 {
 		if err := msg.EnvelopeFrom(e.ReturnPath(m.BatchID)); err != nil {
 			return fmt.Errorf("%w: return path: %v", ErrBadMessage, err)
 		}

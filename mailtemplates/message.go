@@ -29,4 +29,9 @@ type Message struct {
 	UnsubscribeURL string
 	// BatchID is the batch this email flushes; 0 for previews.
 	BatchID int64
+	// Rcpts are the envelope recipients of a shared email (one message
+	// for several batches' recipients); To is then empty and the To
+	// header reads "undisclosed-recipients:;", so no member learns the
+	// others' addresses.
+	Rcpts []string
 }

@@ -155,6 +155,13 @@ func (c *textCache) get(s string, group bool) (*text, error) {
 // anyway (stored before validation existed) is an error naming the type,
 // so the flush fails visibly instead of sending a broken email.
 func Render(in Input) (*Message, error) {
+	m, _, err := renderFit(in)
+	return m, err
+}
+
+// renderFit is Render, also saying whether the HTML part had to shrink to
+// fit maxHTML (RenderShared cannot reuse such a render).
+func renderFit(in Input) (*Message, bool, error) {
 	loc := in.Recipient.Location
 	if loc == nil {
 		loc = time.UTC
@@ -188,13 +195,13 @@ func Render(in Input) (*Message, error) {
 		}
 		gv, err := renderGroup(g, loc, in.Locale, &cache)
 		if err != nil {
-			return nil, fmt.Errorf("render batch %d: %w", in.BatchID, err)
+			return nil, false, fmt.Errorf("render batch %d: %w", in.BatchID, err)
 		}
 		v.Groups = append(v.Groups, gv)
 		total += gv.total
 	}
 	if len(v.Groups) == 0 {
-		return nil, fmt.Errorf("render batch %d: %w", in.BatchID, ErrNothingToRender)
+		return nil, false, fmt.Errorf("render batch %d: %w", in.BatchID, ErrNothingToRender)
 	}
 	// The busiest group comes first: it is what the recipient most likely
 	// opens the email for, and the subject names it.
@@ -209,14 +216,14 @@ func Render(in Input) (*Message, error) {
 		v.Title = subject
 	}
 
-	html, err := v.fitHTML()
+	html, shrunk, err := v.fitHTML()
 	if err != nil {
-		return nil, fmt.Errorf("render batch %d html: %w", in.BatchID, err)
+		return nil, false, fmt.Errorf("render batch %d html: %w", in.BatchID, err)
 	}
 	var txt bytes.Buffer
 	txt.Grow(2 << 10)
 	if err := textLayouts.ExecuteTemplate(&txt, "email", v); err != nil {
-		return nil, fmt.Errorf("render batch %d text: %w", in.BatchID, err)
+		return nil, false, fmt.Errorf("render batch %d text: %w", in.BatchID, err)
 	}
 	return &Message{
 		From:           in.Sender(in.From),
@@ -231,7 +238,7 @@ func Render(in Input) (*Message, error) {
 		HTML:           html,
 		UnsubscribeURL: in.UnsubscribeURL,
 		BatchID:        in.BatchID,
-	}, nil
+	}, shrunk, nil
 }
 
 // compose picks the layout and fills the headline, summary and preheader;
@@ -307,17 +314,17 @@ func (v *view) setWords(lang i18n.Locale) {
 // group shows fewer items (in proportion to the excess, so a few renders
 // suffice), then a digest leaves out its last sections, saying so. The
 // footer is part of the frame, so it is always inside the budget.
-func (v *view) fitHTML() (string, error) {
+func (v *view) fitHTML() (string, bool, error) {
 	var html bytes.Buffer
 	html.Grow(8 << 10)
-	for {
+	for shrunk := false; ; shrunk = true {
 		html.Reset()
 		if err := htmlLayouts.ExecuteTemplate(&html, "email", v); err != nil {
-			return "", err
+			return "", false, err
 		}
 		size := encodedSize(html.Bytes())
 		if size <= maxHTML || !v.shrink(size) {
-			return html.String(), nil
+			return html.String(), shrunk, nil
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/lull-dev/lull/i18n"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,7 @@ func TestMessageFields(t *testing.T) {
 		MessageID: "batch-42@example.com", Date: sent, UnsubscribeURL: "https://lull.example/unsubscribe?token=u", BatchID: 42}
 	got := *m
 	got.Subject, got.Text, got.HTML = "", "", ""
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("message fields\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -50,6 +50,8 @@ type DashboardView struct {
 // BatchRow is one batch in a listing.
 type BatchRow struct {
 	ID, URL, Recipient, Key, Mode, State, Items, Opened, Closes, Processed string
+	// Shared says the batch's email went out with others' ("shared ×50").
+	Shared string
 }
 
 // BatchListView is the batch browser.

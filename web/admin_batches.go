@@ -71,6 +71,10 @@ func (s *Server) adminBatches(w http.ResponseWriter, r *http.Request) {
 	for _, b := range bs {
 		v.Rows = append(v.Rows, batchRow(b, s.now()))
 	}
+	if err := markSharedRows(r.Context(), s.DB.Pool, bs, v.Rows); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	if len(bs) == f.Limit {
 		q.Set("cursor", strconv.FormatInt(bs[len(bs)-1].ID, 10))
 		v.NextURL = "/admin/batches?" + q.Encode()
@@ -100,6 +104,9 @@ func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
 	for _, dd := range d.Deliveries {
 		v.Delivery = []views.Stat{{Label: "State", Value: dd.State}, {Label: "Attempts", Value: strconv.Itoa(dd.Attempts)},
 			{Label: "Message-ID", Value: dd.MessageID}, {Label: "Sent", Value: fmtTime(dd.SentAt)}}
+		if st := sharedStat(dd.SharedWith); st != nil {
+			v.Delivery = append(v.Delivery, *st)
+		}
 		if dd.PossiblyLost {
 			v.Delivery = append(v.Delivery, views.Stat{Label: "Possibly lost", Value: "yes", Note: "marked sent before SMTP confirmed (at-most-once)"})
 		}

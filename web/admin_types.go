@@ -70,7 +70,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	if b.Texts == nil {
 		t.Texts = old.Texts // a form without the language fields
 	}
-	t.Unsubscribe = old.Unsubscribe
+	t.Unsubscribe, t.SharedDelivery, t.DailyBudget = old.Unsubscribe, old.SharedDelivery, old.DailyBudget
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
 		return

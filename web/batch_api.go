@@ -72,6 +72,9 @@ type BatchDetail struct {
 type DeliveryDetail struct {
 	*db.Delivery
 	AttemptLog []db.DeliveryAttempt `json:"attempt_log"`
+	// SharedWith are the batches whose recipients got this email
+	// together, this one included; empty when it went out alone.
+	SharedWith []int64 `json:"shared_with,omitempty"`
 }
 
 func (s *Server) batchDetail(r *http.Request) (*BatchDetail, error) {
@@ -93,7 +96,11 @@ func (s *Server) batchDetail(r *http.Request) (*BatchDetail, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.Deliveries = append(d.Deliveries, DeliveryDetail{Delivery: del, AttemptLog: attempts})
+		together, err := db.SharedWith(ctx, s.DB.Pool, id)
+		if err != nil {
+			return nil, err
+		}
+		d.Deliveries = append(d.Deliveries, DeliveryDetail{Delivery: del, AttemptLog: attempts, SharedWith: together})
 	}
 	if d.Skips, err = db.ListSkips(ctx, s.DB.Pool, id, "", 100); err != nil {
 		return nil, err

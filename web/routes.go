@@ -91,6 +91,8 @@ func (s *Server) routes() *patternMux {
 	page("GET /mute", s.muteConfirm)
 	page("POST /mute", s.muteThread)
 	page("POST /mute/undo", s.muteUndo)
+	page("GET /unsubscribe/shared", s.sharedUnsubscribePage)
+	page("POST /unsubscribe/shared", s.sharedUnsubscribeSend)
 	mux.HandleFunc("GET /brand.css", s.brandCSS)
 	page("GET /settings/enter", s.settingsEnter)
 	page("GET /settings", s.settingsPage)

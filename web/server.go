@@ -44,6 +44,9 @@ type Server struct {
 	// Webhooks serves POST /webhooks/{service} (bounce.Webhooks); nil
 	// answers 404.
 	Webhooks http.Handler
+	// Mail sends the links the shared-unsubscribe page mails; nil sends
+	// none.
+	Mail Mailer
 
 	initOnce     sync.Once
 	sessions     *sessions.CookieStore
@@ -53,6 +56,8 @@ type Server struct {
 	// accountLimiter limits password attempts per operator account, from
 	// whatever addresses they come.
 	accountLimiter *limiter
+	// addressLimiter limits the links mailed to one address.
+	addressLimiter *limiter
 	// draining is closed when the HTTP server shuts down, to end the
 	// feed streams, which never finish by themselves.
 	draining  chan struct{}
@@ -72,6 +77,7 @@ func (s *Server) init() {
 		s.sessions = newSessionStore(s.Secret, s.BaseURL)
 		s.assets = static.New()
 		s.linkLimiter = newLimiter(20, 3*time.Second)
+		s.addressLimiter = newLimiter(1, 10*time.Minute)
 		s.loginLimiter = newLimiter(10, 6*time.Second)
 		s.accountLimiter = newLimiter(10, 30*time.Second)
 		s.draining = make(chan struct{})

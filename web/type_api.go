@@ -52,6 +52,9 @@ type TypeBody struct {
 	// their own, when an email of this type is due; absent or null
 	// follows LULL_DAILY_EMAIL_BUDGET, 0 is no limit.
 	Budget *int `json:"budget"`
+	// SharedDelivery sends recipients due at the same moment with the
+	// same email one message, each an envelope recipient (README).
+	SharedDelivery bool `json:"shared_delivery"`
 }
 
 // LocaleTexts decodes each locale's texts on its own, so an unknown or
@@ -96,7 +99,7 @@ func typeBody(t *db.Type) TypeBody {
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
 		ItemText: t.ItemText, GroupText: t.GroupText, ViewURL: t.ViewURL, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
-		Unsubscribe: t.Unsubscribe, Budget: t.DailyBudget,
+		Unsubscribe: t.Unsubscribe, Budget: t.DailyBudget, SharedDelivery: t.SharedDelivery,
 	}
 }
 
@@ -121,6 +124,11 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	case "type", "thread":
 	default:
 		add("unsubscribe", `must be "type" or "thread"`)
+	}
+	if t.SharedDelivery = b.SharedDelivery; t.SharedDelivery && t.Unsubscribe == "thread" {
+		// One email for many cannot carry each recipient's own link to
+		// stop its thread.
+		add("shared_delivery", `cannot be true with unsubscribe "thread": a shared email cannot carry each recipient's link to stop one conversation; use unsubscribe "type"`)
 	}
 	if t.DefaultMode == "" {
 		t.DefaultMode = string(preferences.Immediate)

@@ -216,7 +216,7 @@ func (a *app) build(ctx context.Context) error {
 	a.engine = &batching.Engine{DB: a.db, Scheduler: &jobs.Scheduler{Client: client}, Logger: a.logger, Metrics: a.metrics, MaxData: cfg.MaxData}
 	a.web = &web.Server{DB: a.db, Logger: a.logger, BaseURL: cfg.BaseURL, Secret: []byte(secret), Engine: a.engine, Links: links,
 		Jobs: jobs.Control{Client: client}, MailFrom: cfg.MailFrom, DefaultLocale: cfg.DefaultLocale, Brands: brands, Feed: &web.FeedHub{DB: a.db, Logger: a.logger}, Metrics: a.metrics,
-		Webhooks: webhooks, DailyBudget: cfg.DailyBudget}
+		Webhooks: webhooks, DailyBudget: cfg.DailyBudget, Mail: a.sender}
 	return nil
 }
 

@@ -42,7 +42,7 @@ func main() {
 	quick := flag.Bool("quick", false, "short runs (about two minutes in all)")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
 	workers := flag.Int("workers", 100, "LULL_WORKERS for lull, with as many SMTP connections")
-	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, inline, overlap, shared flood, retraction, digest peak, growth), and print them")
+	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, render once, inline, overlap, shared flood, retraction, digest peak, growth), and print them")
 	flag.Parse()
 	if err := run(context.Background(), *quick, *workers, *only, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lullbench:", err)
@@ -83,6 +83,7 @@ func run(ctx context.Context, quick bool, workers int, only, out string) error {
 		{"ingest", b.ingest},
 		{"fan-out", b.fanOut},
 		{"flush wave", b.flushWave},
+		{"render once", b.renderOnce},
 		{"inline", b.inline},
 		{"overlap", b.overlap},
 		{"shared flood", b.sharedFlood},

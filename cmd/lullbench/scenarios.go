@@ -227,13 +227,19 @@ var waveTypes = []string{"bench.a", "bench.b", "bench.c"}
 // openDigests gives n recipients named prefix0… an open daily digest with
 // 1–10 items of each of the three wave types, through the API.
 func (b *bench) openDigests(ctx context.Context, prefix string, n int) error {
+	return b.openDigestsOf(ctx, prefix, n, func() int { return 1 + rand.IntN(10) })
+}
+
+// openDigestsOf is openDigests with count() items of each type per
+// recipient.
+func (b *bench) openDigestsOf(ctx context.Context, prefix string, n int, count func() int) error {
 	if err := b.recipients(ctx, prefix, n); err != nil {
 		return err
 	}
 	for _, t := range waveTypes {
 		counts := make([]int, n)
 		for i := range counts {
-			counts[i] = 1 + rand.IntN(10)
+			counts[i] = count()
 		}
 		for round := 1; round <= 10; round++ {
 			var ids []string
@@ -241,6 +247,9 @@ func (b *bench) openDigests(ctx context.Context, prefix string, n int) error {
 				if k >= round {
 					ids = append(ids, prefix+strconv.Itoa(i))
 				}
+			}
+			if len(ids) == 0 {
+				continue
 			}
 			body, _ := json.Marshal(map[string]any{"type": t, "actor": map[string]string{"id": fmt.Sprint(round % 7), "name": fmt.Sprintf("Actor %d", round%7)},
 				"object": map[string]string{"title": fmt.Sprintf("Item %d", round), "url": "https://app.example/x"}, "recipients": ids})

@@ -229,12 +229,26 @@ type Composed struct {
 // writes nothing, so the flush and the console's preview call it alike
 // and cannot disagree about what a batch sends.
 func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) {
+	c, in, err := e.Prepare(fc, now)
+	if err != nil || in == nil {
+		return c, err
+	}
+	if c.Message, err = mailtemplates.Render(*in); err != nil {
+		return Composed{}, err
+	}
+	return c, nil
+}
+
+// Prepare is Compose up to rendering: the email's input, or (nil input)
+// the reason it sends none. The flush renders many batches' inputs
+// together (mailtemplates.RenderMany), each email once.
+func (e Envelope) Prepare(fc *db.FlushContent, now time.Time) (Composed, *mailtemplates.Input, error) {
 	if fc.ThreadMuted && !required(fc) {
-		return Composed{Skip: db.SkipMutedThread}, nil
+		return Composed{Skip: db.SkipMutedThread}, nil, nil
 	}
 	items, rec, c, err := wanted(fc)
 	if err != nil || c.Skip != "" {
-		return c, err
+		return c, nil, err
 	}
 	in := input(fc.Batch, rec, items, fc.Types, i18n.Resolve(cmp.Or(e.Locale, rec.Locale), "", e.DefaultLocale))
 	in.ThreadKey = threadKey(fc.Batch, &in)
@@ -245,10 +259,7 @@ func (e Envelope) Compose(fc *db.FlushContent, now time.Time) (Composed, error) 
 	if key := unsubscribeThread(fc); key != "" {
 		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
 	}
-	if c.Message, err = mailtemplates.Render(in); err != nil {
-		return Composed{}, err
-	}
-	return c, nil
+	return c, &in, nil
 }
 
 // wanted sorts a batch's items into those still to send and those the

@@ -1,0 +1,165 @@
+package mailtemplates
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lull-dev/lull/i18n"
+)
+
+// recipients gives in to n recipients whose addresses and links need
+// escaping in every way the HTML part knows ("+", "&", quotes), some
+// long enough to push an email over maxHTML where a token would not.
+func recipients(in Input, n int) []Input {
+	out := make([]Input, n)
+	for i := range n {
+		c := in
+		c.BatchID = int64(100 + i)
+		c.MessageID = fmt.Sprintf("batch-%d@example.com", 100+i)
+		c.ThreadID = fmt.Sprintf("thread.%d@example.com", i)
+		c.Recipient.ID = fmt.Sprintf("u_%d", i)
+		c.Recipient.Name = fmt.Sprintf("Member \"%d\" <x>", i)
+		c.Recipient.Email = fmt.Sprintf("m%d+alerts&ops'%d@example.com", i, i)
+		c.SettingsURL = fmt.Sprintf("https://lull.example/settings/enter?token=s%d&x=<%d>", i, i)
+		c.UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d&t=a+b", i)
+		switch i % 4 {
+		case 1:
+			c.Recipient.Email += strings.Repeat("z", 300)
+			c.SettingsURL += "&pad=" + strings.Repeat("p", 3000)
+			c.UnsubscribeURL += "&pad=" + strings.Repeat("q", 3000)
+		case 2:
+			c.Recipient.Email = "" // no address: no "sent to" line
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// big is a group whose HTML lands near maxHTML: the larger n, the closer
+// and then past it.
+func big(n int) Group {
+	g := Group{Type: failureType(), Total: n}
+	g.Type.DisplayLimit = n
+	g.Type.ItemText = "{{object.title}} — {{data.error}}"
+	for i := range n {
+		it := event("CI", fmt.Sprintf("nightly build #%d ünïcödé", i), "", i)
+		it.Data["error"] = strings.Repeat("stack frame ", 70)
+		g.Items = append(g.Items, it)
+	}
+	return g
+}
+
+// Each copy of a shared render is byte for byte the email its input
+// renders alone, for every layout, a brand, a right-to-left language, and
+// emails at the edge of the HTML budget.
+func TestRenderManyEqualsRenderingEachAlone(t *testing.T) {
+	t.Parallel()
+	cases := map[string]Input{}
+	for name, in := range layouts() {
+		cases[name] = in
+	}
+	branded := input("cooldown", comments())
+	branded.Brand = acme
+	cases["branded"] = branded
+	arabic := input("daily", comments(), failures())
+	arabic.Locale = i18n.Resolve("ar", "", "")
+	cases["arabic"] = arabic
+	for _, n := range []int{60, 100, 104, 106, 108, 110, 140} {
+		cases[fmt.Sprintf("big%d", n)] = input("cooldown", big(n))
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ins := recipients(in, 9)
+			got, errs := RenderMany(ins)
+			for i, in := range ins {
+				want, err := Render(in)
+				if err != nil || errs[i] != nil {
+					t.Fatalf("recipient %d: %v / %v", i, err, errs[i])
+				}
+				if !reflect.DeepEqual(got[i], want) {
+					t.Fatalf("recipient %d: the shared copy differs from rendering alone\nshared HTML tail: %q\nalone HTML tail:  %q",
+						i, tail(got[i].HTML), tail(want.HTML))
+				}
+			}
+		})
+	}
+}
+
+// Recipients alike are rendered once, however many there are.
+func TestRenderAlikeRendersOnce(t *testing.T) {
+	t.Parallel()
+	ins := make([]Input, 50)
+	for i := range ins {
+		ins[i] = input("cooldown", comments())
+		ins[i].Recipient.Email = fmt.Sprintf("member%d@example.com", i)
+		ins[i].UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d", i)
+	}
+	if _, errs, renders := renderAlike(ins); renders != 1 || errs[0] != nil {
+		t.Fatalf("%d renders for 50 recipients alike (%v), want 1", renders, errs[0])
+	}
+}
+
+func tail(s string) string { return s[max(0, len(s)-600):] }
+
+// Recipients differ in content where their zone or language changes how
+// the email reads, and only there.
+func TestContentKeySeparatesZonesAndLanguages(t *testing.T) {
+	t.Parallel()
+	in := input("cooldown", comments())
+	ins := recipients(in, 3)
+	if ContentKey(ins[0]) != ContentKey(ins[1]) {
+		t.Fatal("two recipients of one email got different keys")
+	}
+	if ContentKey(ins[0]) == ContentKey(ins[2]) {
+		t.Fatal("a recipient without an address (no footer line) shares the key of one with")
+	}
+	tokyo := ins[0]
+	tokyo.Recipient.Location, _ = time.LoadLocation("Asia/Tokyo")
+	german := ins[0]
+	german.Locale = i18n.Resolve("de", "", "")
+	later := ins[0]
+	later.Date = later.Date.Add(time.Second)
+	digest := recipients(input("daily", comments()), 2)
+	digest[1].Since = digest[1].Since.Add(time.Minute)
+	if ContentKey(digest[0]) != ContentKey(digest[1]) {
+		t.Error("digests opened a minute apart, both \"since\" the same day, got different keys")
+	}
+	for name, other := range map[string]Input{"zone": tokyo, "locale": german, "date": later} {
+		if ContentKey(other) == ContentKey(ins[0]) {
+			t.Errorf("a different %s gives the same key", name)
+		}
+	}
+}
+
+// BenchmarkRenderMany renders a set of 100 digests: the same fan-out to
+// 100 recipients (rendered once, filled in 100 times) against 100
+// digests that each differ.
+func BenchmarkRenderMany(b *testing.B) {
+	plain := func() []Input {
+		ins := make([]Input, 100)
+		for i := range ins {
+			in := input("daily", comments(), failures())
+			in.Recipient.Email = fmt.Sprintf("member%d@example.com", i)
+			in.SettingsURL = fmt.Sprintf("https://lull.example/settings/enter?token=s%d", i)
+			in.UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d", i)
+			ins[i] = in
+		}
+		return ins
+	}
+	same, differ := plain(), plain()
+	for i := range differ {
+		differ[i].Groups = []Group{comments(), failures()}
+		differ[i].Groups[0].Items[0].Object.Title = fmt.Sprintf("Q3 plan %d", i)
+	}
+	for name, ins := range map[string][]Input{"Same": same, "Differ": differ} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				RenderMany(ins)
+			}
+		})
+	}
+}
