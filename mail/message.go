@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/mail"
 	"net/url"
@@ -376,4 +377,19 @@ func unsubscribeURL(u string) (string, error) {
 		return "", fmt.Errorf("%w: the unsubscribe URL is not an absolute http(s) URL", ErrBadMessage)
 	}
 	return parsed.String(), nil
+}
+
+// WriteMessage writes m to w exactly as Send hands it to the SMTP server
+// after DATA, with env's headers and signature: the email's bytes, for
+// tests and benchmarks of the writing path.
+func WriteMessage(w io.Writer, m *mailtemplates.Message, env Envelope) error {
+	msg, err := Build(m)
+	if err != nil {
+		return err
+	}
+	if err := env.stamp(msg, m); err != nil {
+		return err
+	}
+	_, err = msg.WriteTo(w)
+	return err
 }
