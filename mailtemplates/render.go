@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
-	"mime/quotedprintable"
 	"net/url"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lull-dev/lull/i18n"
+	"github.com/lull-dev/lull/internal/qp"
 )
 
 //go:embed templates/*.tmpl
@@ -369,20 +369,7 @@ func (g *groupView) cut(n int) {
 // encodedSize is the length of html as go-mail sends it, quoted-printable:
 // what Gmail's clipping counts, and up to three times the raw size for
 // non-ASCII text.
-func encodedSize(html []byte) int {
-	var n byteCounter
-	w := quotedprintable.NewWriter(&n)
-	w.Write(html)
-	w.Close()
-	return int(n)
-}
-
-type byteCounter int
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
-	return len(p), nil
-}
+func encodedSize(html []byte) int { return qp.Len(html) }
 
 // renderGroup expands one group's texts: each item's item_text once, and
 // the group_text once against the newest item.
