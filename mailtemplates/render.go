@@ -120,6 +120,9 @@ type itemView struct {
 	URL    string // http(s) only
 	When   string
 	Action string // the single layout's button: "View pipeline"
+	// objectType names Action, which compose words only for the single
+	// layout: a translated phrase per item was a tenth of a digest's render.
+	objectType string
 }
 
 // textCache holds the type texts parsed during one Render, so a digest
@@ -239,6 +242,7 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 	case len(v.Groups) == 1 && total == 1 && len(first.Items) == 1:
 		v.Layout = layoutSingle
 		v.Item = first.Items[0]
+		v.Item.Action = action(in.Locale, v.Item.objectType)
 		v.Title, v.Context = v.Item.Text, first.Heading
 		if utf8.RuneCountInString(v.Item.Text) > maxHeadline {
 			v.Title, v.Context, v.Body = first.Heading, "", v.Item.Text
@@ -413,7 +417,7 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 		if s == "" {
 			s = name // an event without the fields its text names
 		}
-		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc, lang), Action: action(lang, it.Object.Type)}
+		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc, lang), objectType: it.Object.Type}
 	}
 
 	names, count := g.ActorNames, g.ActorCount
