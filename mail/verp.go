@@ -24,8 +24,8 @@ type Envelope struct {
 	DKIM *DKIM
 }
 
-// stamp adds the envelope to msg. Signing comes last, so the signature
-// covers the Feedback-ID.
+// stamp adds the return path and the Feedback-ID to msg; encode signs
+// the email once it is written, so the signature covers them.
 func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
 	if e.ReturnPath != nil && m.BatchID != 0 {
 		if err := msg.EnvelopeFrom(e.ReturnPath(m.BatchID)); err != nil {
@@ -34,9 +34,6 @@ func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
 	}
 	if e.FeedbackID != "" {
 		msg.SetGenHeader("Feedback-ID", e.FeedbackID)
-	}
-	if e.DKIM != nil {
-		return e.DKIM.sign(msg)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"math/rand/v2"
 	"net/textproto"
 	"os"
 	"regexp"
@@ -121,13 +122,53 @@ func TestWrittenBytesStayTheSame(t *testing.T) {
 // encoding (dot-stuffing), as Send does.
 func BenchmarkWriteDigest(b *testing.B) {
 	m := digestMessage(b)
-	w := bufio.NewWriter(io.Discard)
+	bw := bufio.NewWriter(io.Discard)
 	b.ReportAllocs()
 	for b.Loop() {
-		dw := textproto.NewWriter(w).DotWriter()
-		if err := mail.WriteMessage(dw, m, mail.Envelope{}); err != nil {
+		data, err := mail.Encode(m, mail.Envelope{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		dw := textproto.NewWriter(bw).DotWriter()
+		if err := mail.WriteData(bw, dw, data); err != nil {
 			b.Fatal(err)
 		}
 		dw.Close()
+	}
+}
+
+// TestDataAsDotWriterWritesIt compares writeData with net/textproto's
+// DotWriter on lines that start with dots, bare CR and LF, and no line
+// end at all.
+func TestDataAsDotWriterWritesIt(t *testing.T) {
+	digest, err := mail.Encode(digestMessage(t), mail.Envelope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []string{string(digest), ".\r\n", "a\r\n.b\r\n..\r\n", "a\nb\r\n", "a\rb\r\n", "a\r\n\r\n", "a", "\r\n", "a\r\r\n.x\r\n"}
+	alphabet := []byte(".\r\na")
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b)+"\r\n")
+	}
+	for _, c := range cases {
+		var want, got bytes.Buffer
+		wbw := bufio.NewWriter(&want)
+		dw := textproto.NewWriter(wbw).DotWriter()
+		dw.Write([]byte(c))
+		dw.Close()
+		gbw := bufio.NewWriter(&got)
+		dw = textproto.NewWriter(gbw).DotWriter()
+		if err := mail.WriteData(gbw, dw, []byte(c)); err != nil {
+			t.Fatal(err)
+		}
+		dw.Close()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%q written as %q, DotWriter writes %q", c, got.Bytes(), want.Bytes())
+		}
 	}
 }
