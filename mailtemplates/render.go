@@ -411,13 +411,14 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	if g.Type.ItemOrder == "first" {
 		gv.order = "first"
 	}
+	whenLayout := lang.T("layout_when", nil)
 	for i := range items {
 		it := &items[i]
 		s := itemText.expand(fields{item: it, loc: loc, lang: lang, count: 1}, maxLine)
 		if s == "" {
 			s = name // an event without the fields its text names
 		}
-		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc, lang), objectType: it.Object.Type}
+		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhenAs(it.OccurredAt, loc, whenLayout), objectType: it.Object.Type}
 	}
 
 	names, count := g.ActorNames, g.ActorCount
