@@ -1,8 +1,10 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -99,24 +101,75 @@ func GetDeliveryByBatch(ctx context.Context, q Querier, batchID int64) (*Deliver
 	return d, nil
 }
 
-// RecordAttempt logs one SMTP attempt with the server's answer and, for a
-// final outcome, sets the delivery's state ("sent" or "failed"); an empty
-// state keeps it (a temporary failure that will be retried).
-func RecordAttempt(ctx context.Context, q Querier, id int64, ok bool, answer, state string, now time.Time) error {
+// Outcome is one SMTP attempt to record: its answer on the delivery,
+// and the batch's new state.
+type Outcome struct {
+	BatchID, DeliveryID int64
+	// BatchState is the batch's new state, empty to leave the batch as
+	// it is; Reason replaces the batch's reason unless empty, and JobID
+	// owns a batch put back to "flushing".
+	BatchState, Reason string
+	JobID              int64
+	// OK and Answer are the attempt as logged; State is the delivery's
+	// new state ("sent" or "failed"), empty to keep it (a temporary
+	// failure that will be retried).
+	OK            bool
+	Answer, State string
+	At            time.Time
+}
+
+// RecordOutcomes writes attempts' outcomes with one statement per table,
+// whatever their number: the batches first, locked in id order (so two
+// sets never wait on each other in a circle, and in the order a flush
+// locks a batch before its delivery), then the attempts, then the
+// deliveries. A statement a row instead cost the database 0.46 ms a
+// digest in a flush wave. Each delivery must appear once.
+func RecordOutcomes(ctx context.Context, q Querier, outs []Outcome) error {
+	outs = slices.SortedFunc(slices.Values(outs), func(a, b Outcome) int { return cmp.Compare(a.BatchID, b.BatchID) })
+	var batches, jobs []int64
+	var states, reasons []string
+	var batchAt []time.Time
+	n := len(outs)
+	deliveries, oks, answers, dstates, at := make([]int64, n), make([]bool, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, o := range outs {
+		deliveries[i], oks[i], answers[i], dstates[i], at[i] = o.DeliveryID, o.OK, o.Answer, o.State, o.At
+		if o.BatchState != "" {
+			batches, states, reasons, jobs, batchAt = append(batches, o.BatchID), append(states, o.BatchState),
+				append(reasons, o.Reason), append(jobs, o.JobID), append(batchAt, o.At)
+		}
+	}
+	if len(batches) > 0 {
+		if _, err := q.Exec(ctx, `
+			WITH locked AS (SELECT id FROM batches WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)
+			UPDATE batches b SET state = v.state,
+			    reason = CASE WHEN v.reason = '' THEN b.reason ELSE v.reason END,
+			    flushing_at = CASE WHEN v.state = 'flushing' THEN v.at ELSE b.flushing_at END,
+			    flush_job_id = CASE WHEN v.state = 'flushing' THEN v.job_id ELSE b.flush_job_id END,
+			    processed_at = CASE WHEN v.state IN ('sent', 'canceled', 'failed') THEN v.at ELSE b.processed_at END
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS v(id, state, reason, job_id, at)
+			WHERE b.id = v.id AND b.id IN (SELECT id FROM locked)`, batches, states, reasons, jobs, batchAt); err != nil {
+			return fmt.Errorf("record outcomes: batches: %w", err)
+		}
+	}
+	if _, err := q.Exec(ctx, `
+		INSERT INTO delivery_attempts (delivery_id, at, ok, answer)
+		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::text[])`, deliveries, at, oks, answers); err != nil {
+		return fmt.Errorf("record outcomes: attempts: %w", err)
+	}
 	_, err := q.Exec(ctx, `
-		WITH a AS (INSERT INTO delivery_attempts (delivery_id, at, ok, answer) VALUES ($1, $5, $2, $3))
-		UPDATE deliveries SET
-		    state = CASE WHEN $4 = '' THEN state ELSE $4 END,
-		    last_error = CASE WHEN $2 THEN last_error ELSE $3 END,
-		    confirmed = confirmed OR $2,
+		UPDATE deliveries d SET
+		    state = CASE WHEN v.state = '' THEN d.state ELSE v.state END,
+		    last_error = CASE WHEN v.ok THEN d.last_error ELSE v.answer END,
+		    confirmed = d.confirmed OR v.ok,
 		    -- A send the server accepted is not lost, whatever a sweep
 		    -- guessed while the confirmation was slow to be recorded.
-		    possibly_lost = possibly_lost AND NOT $2,
-		    sent_at = CASE WHEN $4 = 'sent' THEN coalesce(sent_at, $5) ELSE sent_at END,
-		    failed_at = CASE WHEN $4 = 'failed' THEN $5 ELSE failed_at END
-		WHERE id = $1`, id, ok, answer, state, now)
+		    possibly_lost = d.possibly_lost AND NOT v.ok,
+		    sent_at = CASE WHEN v.state = 'sent' THEN coalesce(d.sent_at, v.at) ELSE d.sent_at END,
+		    failed_at = CASE WHEN v.state = 'failed' THEN v.at ELSE d.failed_at END
+		FROM unnest($1::bigint[], $2::bool[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, ok, answer, state, at)
+		WHERE d.id = v.id`, deliveries, oks, answers, dstates, at)
 	if err != nil {
-		return fmt.Errorf("delivery %d attempt: %w", id, err)
+		return fmt.Errorf("record outcomes: deliveries: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -447,20 +446,16 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 }
 
 // recordSet is step three for a set of outcomes: their writes go to the
-// server in one round trip and commit together, durably, with one disk
-// flush. Batches are written in id order, so two sets never wait on each
-// other in a circle. If the set fails, every outcome gets the error and is
-// then recorded by itself, so one outcome's trouble is never another's.
+// server in one round trip, one statement per table (db.RecordOutcomes),
+// and commit together, durably, with one disk flush. If the set fails,
+// every outcome gets the error and is then recorded by itself, so one
+// outcome's trouble is never another's.
 func (w *FlushWorker) recordSet(ctx context.Context, set []outcome) []error {
-	sorted := slices.SortedFunc(slices.Values(set), func(a, b outcome) int { return cmp.Compare(a.plan.batchID, b.plan.batchID) })
-	err := w.DB.Pipeline(ctx, func(q db.Querier) error {
-		for _, o := range sorted {
-			if err := w.record(ctx, q, o); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	var outs []db.Outcome
+	for _, o := range set {
+		outs = append(outs, w.dbOutcomes(o)...)
+	}
+	err := w.DB.Pipeline(ctx, func(q db.Querier) error { return db.RecordOutcomes(ctx, q, outs) })
 	errs := make([]error, len(set))
 	for i := range errs {
 		errs[i] = err
@@ -468,34 +463,38 @@ func (w *FlushWorker) recordSet(ctx context.Context, set []outcome) []error {
 	return errs
 }
 
-// record writes one outcome: the batch row first, then the delivery's, in
-// the order prepare and flagLost lock them; the other order deadlocks
-// against a job that holds the batch and waits for the delivery.
+// record writes one outcome by itself.
 func (w *FlushWorker) record(ctx context.Context, q db.Querier, o outcome) error {
-	if len(o.plan.passengers) > 0 {
-		return w.recordShared(ctx, q, o)
+	return db.RecordOutcomes(ctx, q, w.dbOutcomes(o))
+}
+
+// dbOutcomes are the rows of one outcome: its batch's, and for a shared
+// email each member batch's too, as each would be recorded alone.
+func (w *FlushWorker) dbOutcomes(o outcome) []db.Outcome {
+	outs := []db.Outcome{w.dbOutcome(o.plan, o)}
+	for _, p := range o.plan.passengers {
+		outs = append(outs, w.dbOutcome(p, o))
 	}
-	batchID, deliveryID := o.plan.batchID, o.plan.delivery.ID
+	return outs
+}
+
+// dbOutcome is what to record of plan's part in an outcome: the batch
+// sent, failed, or (at most once, after a temporary failure, known not
+// sent) back to flushing for the retry; the attempt; and the delivery's
+// state.
+func (w *FlushWorker) dbOutcome(plan *sendPlan, o outcome) db.Outcome {
+	r := db.Outcome{BatchID: plan.batchID, DeliveryID: plan.delivery.ID, At: o.now}
 	switch {
 	case o.sendErr == nil:
-		if err := db.SetBatchState(ctx, q, batchID, db.StateSent, "", 0, o.now); err != nil {
-			return err
-		}
-		return db.RecordAttempt(ctx, q, deliveryID, true, "ok", db.StateSent, o.now)
+		r.BatchState, r.OK, r.Answer, r.State = db.StateSent, true, "ok", db.StateSent
 	case o.final:
-		if err := db.SetBatchState(ctx, q, batchID, db.StateFailed, o.sendErr.Error(), 0, o.now); err != nil {
-			return err
-		}
-		return db.RecordAttempt(ctx, q, deliveryID, false, o.sendErr.Error(), db.StateFailed, o.now)
+		r.BatchState, r.Reason, r.Answer, r.State = db.StateFailed, o.sendErr.Error(), o.sendErr.Error(), db.StateFailed
 	default:
-		state := ""
+		r.Answer = o.sendErr.Error()
 		if w.AtMostOnce {
 			// Known not sent: back to flushing so the retry may send it.
-			state = "sending"
-			if err := db.SetBatchState(ctx, q, batchID, db.StateFlushing, "", o.job.ID, o.now); err != nil {
-				return err
-			}
+			r.BatchState, r.JobID, r.State = db.StateFlushing, o.job.ID, "sending"
 		}
-		return db.RecordAttempt(ctx, q, deliveryID, false, o.sendErr.Error(), state, o.now)
 	}
+	return r
 }

@@ -272,21 +272,6 @@ func markShared(ctx context.Context, tx pgx.Tx, plans []*sendPlan) error {
 	return nil
 }
 
-// recordShared records a shared email's outcome for every batch in it,
-// in batch id order, as each would be recorded alone.
-func (w *FlushWorker) recordShared(ctx context.Context, q db.Querier, o outcome) error {
-	all := append([]*sendPlan{o.plan}, o.plan.passengers...)
-	slices.SortFunc(all, func(a, b *sendPlan) int { return cmp.Compare(a.batchID, b.batchID) })
-	for _, p := range all {
-		one := o
-		one.plan = &sendPlan{batchID: p.batchID, delivery: p.delivery}
-		if err := w.record(ctx, q, one); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // sendApart sends each member of a shared email that the server refused
 // their own email: a refused recipient (a mailbox that no longer exists)
 // or a refusal for good stops the whole message, so nobody got it, and

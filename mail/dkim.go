@@ -1,7 +1,6 @@
 package mail
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rsa"
@@ -13,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/emersion/go-msgauth/dkim"
-	gomail "github.com/wneessen/go-mail"
 )
 
 // dkimHeaders are the headers every signature covers. RFC 8058 requires
@@ -84,17 +82,22 @@ func NewDKIM(key, selector, domain string) (*DKIM, error) {
 	return nil, fmt.Errorf("LULL_DKIM_KEY: a %T; use RSA or Ed25519", parsed)
 }
 
-// sign adds a DKIM-Signature header to msg. The signature is computed
-// over msg as written once; the second writing, to the server, must be
-// the same bytes, which holds because go-mail keeps the MIME boundary it
-// chose the first time and everything else in msg is fixed by then.
-// Relaxed canonicalization forgives what relays commonly do to whitespace
-// and header folding.
-func (d *DKIM) sign(msg *gomail.Msg) error {
-	var buf bytes.Buffer
-	if _, err := msg.WriteTo(&buf); err != nil {
-		return fmt.Errorf("dkim: write message: %w", err)
+// signed returns data, a whole email, with its DKIM-Signature header
+// first. Relaxed canonicalization forgives what relays commonly do to
+// whitespace and header folding.
+func (d *DKIM) signed(data []byte) ([]byte, error) {
+	name, value, err := d.signature(data)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]byte, 0, len(name)+len(value)+4+len(data))
+	out = append(append(append(append(out, name...), ": "...), value...), "\r\n"...)
+	return append(out, data...), nil
+}
+
+// signature signs the email data and returns the header's name and
+// value, signed over the headers of dkimHeaders.
+func (d *DKIM) signature(data []byte) (name, value string, err error) {
 	s, err := dkim.NewSigner(&dkim.SignOptions{
 		Domain: d.Domain, Selector: d.Selector, Signer: d.Key,
 		HeaderCanonicalization: dkim.CanonicalizationRelaxed,
@@ -102,16 +105,15 @@ func (d *DKIM) sign(msg *gomail.Msg) error {
 		HeaderKeys:             dkimHeaders,
 	})
 	if err != nil {
-		return fmt.Errorf("dkim: %w", err)
+		return "", "", fmt.Errorf("dkim: %w", err)
 	}
-	if _, err := s.Write(buf.Bytes()); err != nil {
+	if _, err := s.Write(data); err != nil {
 		s.Close()
-		return fmt.Errorf("dkim: %w", err)
+		return "", "", fmt.Errorf("dkim: %w", err)
 	}
 	if err := s.Close(); err != nil {
-		return fmt.Errorf("dkim: %w", err)
+		return "", "", fmt.Errorf("dkim: %w", err)
 	}
-	name, value, _ := strings.Cut(s.Signature(), ":")
-	msg.SetGenHeaderPreformatted(gomail.Header(name), strings.TrimSpace(value))
-	return nil
+	name, value, _ = strings.Cut(s.Signature(), ":")
+	return name, strings.TrimSpace(value), nil
 }

@@ -2,6 +2,7 @@ package mail
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -56,33 +57,6 @@ func IsTemporary(err error) bool {
 	return err != nil
 }
 
-// classifySend turns an error from go-mail's send on an open connection
-// into a SendError: 4xx and answerless failures (a broken pipe, a
-// timeout) are temporary, 5xx permanent.
-func classifySend(err error) *SendError {
-	var me *gomail.SendError
-	if !errors.As(err, &me) {
-		return &SendError{Temporary: true, Err: err}
-	}
-	code := me.ErrorCode()
-	se := &SendError{Code: code, Err: err}
-	if code != 0 {
-		se.Answer = serverAnswer(me, code)
-	}
-	switch {
-	case code >= 500:
-		se.Temporary = false
-	case code >= 400:
-		se.Temporary = true
-	case me.Reason == gomail.ErrGetSender, me.Reason == gomail.ErrGetRcpts, me.Reason == gomail.ErrNoUnencoded:
-		// The message itself is unusable; sending it again cannot help.
-		se.Temporary = false
-	default:
-		se.Temporary = true
-	}
-	return se
-}
-
 // classifyDial turns a failure to connect, say hello, start TLS or log in
 // into a SendError. These are always temporary, even a 5xx: the message
 // never reached a server that judged it, and a wrong password or a
@@ -95,24 +69,6 @@ func classifyDial(err error) *SendError {
 		se.Code, se.Answer = code, answer
 	}
 	return se
-}
-
-// serverAnswer digs the server's reply out of go-mail's error text, which
-// reads "<what go-mail was doing>: <reply>[, <reply>][, affected
-// recipient(s): ...][, affected message ID: ...]". go-mail keeps the
-// replies in an unexported field, so the text is all there is.
-func serverAnswer(me *gomail.SendError, code int) string {
-	text := me.Error()
-	text = strings.TrimPrefix(text, me.Reason.String()+": ")
-	for _, suffix := range []string{", affected message ID: ", ", affected recipient(s): "} {
-		if i := strings.LastIndex(text, suffix); i >= 0 {
-			text = text[:i]
-		}
-	}
-	if _, answer, ok := replyIn(text); ok {
-		return answer
-	}
-	return strconv.Itoa(code) + " " + strings.TrimSpace(text)
 }
 
 // replyIn finds the first SMTP reply in text: a three-digit code from 200
@@ -139,4 +95,27 @@ func replyIn(text string) (code int, answer string, ok bool) {
 		return c, strings.TrimSpace(text[i:i+3] + " " + rest), true
 	}
 	return 0, "", false
+}
+
+// stepError classifies a failed step of transmit's conversation by the
+// server's reply code when there is one (5xx permanent, 4xx temporary),
+// else as temporary: a dropped connection may work next time.
+func stepError(step gomail.SendErrReason, err error) *SendError {
+	se := &SendError{Temporary: true, Err: fmt.Errorf("%s: %w", step, err)}
+	text := err.Error()
+	if text == "" || (text[0] != '4' && text[0] != '5') {
+		return se
+	}
+	code, cerr := strconv.Atoi(text[:min(3, len(text))])
+	if cerr != nil {
+		return se
+	}
+	se.Code = code
+	if _, answer, ok := replyIn(text); ok {
+		se.Answer = answer
+	} else {
+		se.Answer = strconv.Itoa(code) + " " + strings.TrimSpace(text)
+	}
+	se.Temporary = code < 500
+	return se
 }

@@ -109,11 +109,16 @@ func NewSMTP(cfg SMTPConfig, logger *slog.Logger) (*SMTP, error) {
 // or to the 30 s timeout, because cutting it off midway would leave the
 // server's view of the message unknown.
 func (s *SMTP) Send(ctx context.Context, m *mailtemplates.Message) error {
-	msg, err := Build(m)
+	msg, data, err := encode(m, s.envelope)
 	if err != nil {
 		return &SendError{Err: err}
 	}
-	if err := s.envelope.stamp(msg, m); err != nil {
+	from, err := msg.GetSender(false)
+	if err != nil {
+		return &SendError{Err: err}
+	}
+	rcpts, err := msg.GetRecipients()
+	if err != nil {
 		return &SendError{Err: err}
 	}
 	if s.limiter != nil {
@@ -132,24 +137,64 @@ func (s *SMTP) Send(ctx context.Context, m *mailtemplates.Message) error {
 	if err != nil {
 		return err
 	}
-	err = s.client.SendWithSMTPClient(c.c, msg)
-	var me *gomail.SendError
-	if err != nil && reused && errors.As(err, &me) && me.Reason == gomail.ErrConnCheck {
-		// The server closed the idle connection (go-mail's NOOP before
-		// the message failed). Nothing of this message was sent, so a
-		// fresh connection is safe and spares the caller a retry.
+	err = transmit(c.c, from, rcpts, data)
+	if err != nil && reused && errors.Is(err, errStale) {
+		// The server closed the idle connection (the NOOP before the
+		// message failed). Nothing of this message was sent, so a fresh
+		// connection is safe and spares the caller a retry.
 		s.logger.Debug("smtp: idle connection went stale, redialling", "server", s.endpoint.String(), "err", err)
 		s.hangUp(c)
 		if c, err = s.dial(ctx); err != nil {
 			return err
 		}
-		err = s.client.SendWithSMTPClient(c.c, msg)
+		err = transmit(c.c, from, rcpts, data)
 	}
 	if err != nil {
 		s.hangUp(c)
-		return classifySend(err)
+		return err
 	}
 	s.park(c)
+	return nil
+}
+
+// errStale is the NOOP before a message failing: the connection is gone.
+var errStale = errors.New("connection check failed")
+
+// transmit is the conversation go-mail's SendWithSMTPClient has for one
+// message, step for step (NOOP, MAIL, RCPT, DATA, RSET), with the
+// message written already: a check that the connection lives and a new
+// deadline, the envelope, the data, and a reset for the next message.
+// A refused MAIL or RCPT is followed by RSET, as go-mail does.
+func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
+	if !c.HasConnection() || c.Noop() != nil {
+		return &SendError{Temporary: true, Err: fmt.Errorf("%s: %w", gomail.ErrConnCheck, errStale)}
+	}
+	if err := c.UpdateDeadline(dialTimeout); err != nil {
+		return &SendError{Temporary: true, Err: fmt.Errorf("%s: %w", gomail.ErrConnCheck, err)}
+	}
+	if err := c.Mail(from); err != nil {
+		_ = c.Reset()
+		return stepError(gomail.ErrSMTPMailFrom, err)
+	}
+	for _, r := range rcpts {
+		if err := c.Rcpt(r); err != nil {
+			_ = c.Reset()
+			return stepError(gomail.ErrSMTPRcptTo, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return stepError(gomail.ErrSMTPData, err)
+	}
+	if err := writeData(c.Text.W, w, data); err != nil {
+		return stepError(gomail.ErrWriteContent, err)
+	}
+	if err := w.Close(); err != nil {
+		return stepError(gomail.ErrSMTPDataClose, err)
+	}
+	if err := c.Reset(); err != nil {
+		return stepError(gomail.ErrSMTPReset, err)
+	}
 	return nil
 }
 

@@ -24,8 +24,8 @@ type Envelope struct {
 	DKIM *DKIM
 }
 
-// stamp adds the envelope to msg. Signing comes last, so the signature
-// covers the Feedback-ID.
+// stamp adds the return path and the Feedback-ID to msg; encode signs
+// the email once it is written, so the signature covers them.
 func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
 	// A shared email's bounce could name only one of its batches, so it
 	// keeps the From address as its return path.
@@ -36,9 +36,6 @@ func (e Envelope) stamp(msg *gomail.Msg, m *mailtemplates.Message) error {
 	}
 	if e.FeedbackID != "" {
 		msg.SetGenHeader("Feedback-ID", e.FeedbackID)
-	}
-	if e.DKIM != nil {
-		return e.DKIM.sign(msg)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
-	"mime/quotedprintable"
 	"net/url"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lull-dev/lull/i18n"
+	"github.com/lull-dev/lull/internal/qp"
 )
 
 //go:embed templates/*.tmpl
@@ -122,6 +122,9 @@ type itemView struct {
 	URL    string // http(s) only
 	When   string
 	Action string // the single layout's button: "View pipeline"
+	// objectType names Action, which compose words only for the single
+	// layout: a translated phrase per item was a tenth of a digest's render.
+	objectType string
 }
 
 // textCache holds the type texts parsed during one Render, so a digest
@@ -249,6 +252,7 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 	case len(v.Groups) == 1 && total == 1 && len(first.Items) == 1:
 		v.Layout = layoutSingle
 		v.Item = first.Items[0]
+		v.Item.Action = action(in.Locale, v.Item.objectType)
 		v.Title, v.Context = v.Item.Text, first.Heading
 		if utf8.RuneCountInString(v.Item.Text) > maxHeadline {
 			v.Title, v.Context, v.Body = first.Heading, "", v.Item.Text
@@ -380,20 +384,7 @@ func (g *groupView) cut(n int) {
 // encodedSize is the length of html as go-mail sends it, quoted-printable:
 // what Gmail's clipping counts, and up to three times the raw size for
 // non-ASCII text.
-func encodedSize(html []byte) int {
-	var n byteCounter
-	w := quotedprintable.NewWriter(&n)
-	w.Write(html)
-	w.Close()
-	return int(n)
-}
-
-type byteCounter int
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
-	return len(p), nil
-}
+func encodedSize(html []byte) int { return qp.Len(html) }
 
 // renderGroup expands one group's texts: each item's item_text once, and
 // the group_text once against the newest item.
@@ -431,13 +422,14 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	if g.Type.ItemOrder == "first" {
 		gv.order = "first"
 	}
+	whenLayout := lang.T("layout_when", nil)
 	for i := range items {
 		it := &items[i]
 		s := itemText.expand(fields{item: it, loc: loc, lang: lang, count: 1}, maxLine)
 		if s == "" {
 			s = name // an event without the fields its text names
 		}
-		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhen(it.OccurredAt, loc, lang), Action: action(lang, it.Object.Type)}
+		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhenAs(it.OccurredAt, loc, whenLayout), objectType: it.Object.Type}
 	}
 
 	names, count := g.ActorNames, g.ActorCount

@@ -358,7 +358,16 @@ func formatWhen(t time.Time, loc *time.Location, lang i18n.Locale) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.In(loc).Format(lang.T("layout_when", nil))
+	return formatWhenAs(t, loc, lang.T("layout_when", nil))
+}
+
+// formatWhenAs is formatWhen with the language's layout looked up
+// already, once for a group's items.
+func formatWhenAs(t time.Time, loc *time.Location, layout string) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format(layout)
 }
 
 // dataValue follows a key path into event data. Strings render as they
