@@ -406,13 +406,11 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	if err != nil {
 		return groupView{}, fmt.Errorf("type %s item_text: %w", g.Type.Key, err)
 	}
-	groupSrc := g.Type.GroupText
-	if strings.TrimSpace(groupSrc) == "" {
-		groupSrc = DefaultGroupText(name)
-	}
-	groupText, err := cache.get(groupSrc, true)
-	if err != nil {
-		return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
+	var groupText *text // nil: the default heading, in the email's language
+	if strings.TrimSpace(g.Type.GroupText) != "" {
+		if groupText, err = cache.get(g.Type.GroupText, true); err != nil {
+			return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
+		}
 	}
 
 	gv := groupView{total: total, name: name, order: "latest", lang: lang, ViewAllLabel: lang.T("view_all", nil),
@@ -434,7 +432,11 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 		names, count = actorsOf(items)
 	}
 	top := newest(items, g.Type.ItemOrder)
-	gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
+	if groupText != nil {
+		gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
+	} else {
+		gv.Heading = defaultHeading(g.Type, total, lang)
+	}
 	if gv.Heading == "" {
 		gv.Heading = name + ": " + lang.Number(total)
 	}
@@ -451,6 +453,20 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	}
 	gv.cut(len(items))
 	return gv, nil
+}
+
+// defaultHeading is the heading of a type without a group_text
+// ("Comments: 3 new"), written in lang with the language's plural, so a
+// German email does not fall back to English words around a German name.
+func defaultHeading(t Type, total int, lang i18n.Locale) string {
+	name := clip(oneLine(t.Name), maxHeading)
+	if name == "" {
+		name = clip(oneLine(t.Key), maxHeading)
+	}
+	if name == "" {
+		return lang.N("updates", total, nil)
+	}
+	return clip(lang.N("type_default_heading", total, map[string]any{"Name": name}), maxHeading)
 }
 
 // viewURL is where a group's "View all" leads: the type's view_url
