@@ -129,6 +129,11 @@ func (l Locale) Number(n int) string {
 // List joins names the way the language does ("Alice, Bob and Carol");
 // others > 0 counts the names left out ("Alice, Bob and 13 others").
 func (l Locale) List(names []string, others int) string {
+	isolated := make([]string, len(names))
+	for i, n := range names {
+		isolated[i] = l.Isolate(n)
+	}
+	names = isolated
 	if others > 0 {
 		head := strings.Join(names, l.T("list_separator", nil))
 		return l.N("list_others", others, map[string]any{"Names": head})

@@ -281,7 +281,7 @@ func summary(lang i18n.Locale, groups []groupView, total int, since string) stri
 	}
 	parts := make([]string, len(groups))
 	for i, g := range groups {
-		parts[i] = g.name + " (" + lang.Number(g.total) + ")"
+		parts[i] = lang.Isolate(g.name) + " (" + lang.Number(g.total) + ")"
 	}
 	return lang.T("summary_sections", map[string]any{"Summary": s, "Sections": strings.Join(parts, lang.T("list_separator", nil))})
 }
@@ -292,9 +292,10 @@ func (v *view) setWords(lang i18n.Locale) {
 	v.UnsubscribeLabel = lang.T("footer_unsubscribe", nil)
 	v.ChooseLabel = lang.T("footer_choose", nil)
 	if v.Email != "" {
-		v.SentTo = lang.T("footer_sent_to", map[string]any{"Email": v.Email})
+		email := lang.Isolate(v.Email)
+		v.SentTo = lang.T("footer_sent_to", map[string]any{"Email": email})
 		if v.Product != "" {
-			v.SentTo = lang.T("footer_sent_by", map[string]any{"Product": v.Product, "Email": v.Email})
+			v.SentTo = lang.T("footer_sent_by", map[string]any{"Product": lang.Isolate(v.Product), "Email": email})
 		}
 	}
 }
