@@ -254,7 +254,7 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 		if isDigest(in.Mode) {
 			v.Title = in.Locale.T("digest_title_"+in.Mode, nil)
 		}
-		v.Summary = summary(in.Locale, v.Groups, total, sinceLabel(in.Since, now, loc, in.Locale))
+		v.Summary = summary(in.Locale, v.Groups, total, in.Since, now, loc)
 		v.Preheader = v.Summary
 		return in.Locale.T("subject_digest", map[string]any{"Title": v.Title, "Updates": in.Locale.N("updates", total, nil), "Heading": first.Heading})
 	default:
@@ -271,11 +271,8 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 // section with its count in the order shown, so the numbers add up with
 // what the reader sees ("17 updates since Sunday: Comments (15), Shared
 // apps (2)").
-func summary(lang i18n.Locale, groups []groupView, total int, since string) string {
-	s := lang.N("updates", total, nil)
-	if since != "" {
-		s = lang.T("summary_since", map[string]any{"Updates": s, "When": since})
-	}
+func summary(lang i18n.Locale, groups []groupView, total int, opened, now time.Time, loc *time.Location) string {
+	s := since(lang.N("updates", total, nil), opened, now, loc, lang)
 	if len(groups) < 2 {
 		return s
 	}
@@ -593,13 +590,16 @@ func ActorsIn(lang i18n.Locale, names []string, count int) string {
 	return lang.List(shown, count-len(shown))
 }
 
-// sinceLabel names the start of a digest in the recipient's zone: a time
-// with its zone when it opened today, a weekday within the last week ("since Monday"),
-// else a date. Calendar days, not 24-hour periods, because that is how
-// people count "since Monday".
-func sinceLabel(opened, now time.Time, loc *time.Location, lang i18n.Locale) string {
+// since is the digest's count with when it started, in the recipient's
+// zone: a time with its zone when it opened today, a weekday within the
+// last week ("17 updates since Monday"), else a date. Each kind is a
+// phrase of its own in the catalogs, because a preposition bends what
+// follows it (Russian "со вторника", Spanish "desde el martes"). Calendar
+// days, not 24-hour periods, because that is how people count "since
+// Monday".
+func since(updates string, opened, now time.Time, loc *time.Location, lang i18n.Locale) string {
 	if opened.IsZero() {
-		return ""
+		return updates
 	}
 	o, n := opened.In(loc), now.In(loc)
 	days := int(time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC).
@@ -607,15 +607,17 @@ func sinceLabel(opened, now time.Time, loc *time.Location, lang i18n.Locale) str
 	date := map[string]any{"Day": o.Day(), "Month": lang.Month(o.Month()), "Year": o.Year()}
 	switch {
 	case days <= 0:
-		return o.Format(lang.T("layout_clock_zone", nil))
+		return lang.T("summary_since_time", map[string]any{"Updates": updates, "Time": o.Format(lang.T("layout_clock_zone", nil))})
 	case days < 7:
-		return lang.Weekday(o.Weekday())
+		return lang.T("summary_since_"+weekdayNames[o.Weekday()], map[string]any{"Updates": updates})
 	case o.Year() == n.Year():
-		return lang.T("format_date", date)
+		return lang.T("summary_since_date", map[string]any{"Updates": updates, "Date": lang.T("format_date", date)})
 	default:
-		return lang.T("format_date_year", date)
+		return lang.T("summary_since_date", map[string]any{"Updates": updates, "Date": lang.T("format_date_year", date)})
 	}
 }
+
+var weekdayNames = [...]string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
 
 // oneLine makes s a single line of plain text: control characters and
 // line or paragraph separators become spaces, runs of white space collapse
