@@ -431,7 +431,8 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	}
 	top := newest(items, g.Type.ItemOrder)
 	if groupText != nil {
-		gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
+		gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, one: i18n.OneForm(g.Type.GroupTextLocale, total),
+			actors: ActorsIn(lang, names, count)}, maxHeading)
 	} else {
 		gv.Heading = defaultHeading(g.Type, total, lang)
 	}

@@ -76,7 +76,7 @@ func TemplateTypeIn(t *db.Type, chain []string) mailtemplates.Type {
 		tx.GroupText = ""
 	}
 	return mailtemplates.Type{Key: t.Key, Name: tx.Name, Category: t.Category, ItemText: tx.ItemText, GroupText: tx.GroupText,
-		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL}
+		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL, GroupTextLocale: t.GroupTextLocale(chain)}
 }
 
 // input is the view model of a batch's email: one group per type,
