@@ -117,11 +117,17 @@ func (l Locale) localizer() *goi18n.Localizer {
 
 var english = goi18n.NewLocalizer(bundle, "en")
 
-// Number writes n with the locale's grouping ("12,345", "12.345").
+// Number writes n with the locale's grouping ("12,345", "12.345"), in
+// the digits the requested tag asks for with a -u-nu- extension
+// (ar-u-nu-latn: Arabic with Latin digits), else the language's own.
 func (l Locale) Number(n int) string {
 	tag := l.tag
 	if l.loc == nil {
 		tag = language.English
+	} else if nu := l.requested.TypeForKey("nu"); nu != "" {
+		if t, err := tag.SetTypeForKey("nu", nu); err == nil {
+			tag = t
+		}
 	}
 	return message.NewPrinter(tag).Sprintf("%d", n)
 }
