@@ -80,6 +80,18 @@ func (t *Type) TextsIn(chain []string) TypeTexts {
 	return out
 }
 
+// GroupTextLocale is the locale of chain whose group_text TextsIn
+// returns, "" when it is the type's own: its plural rules pick the
+// text's form.
+func (t *Type) GroupTextLocale(chain []string) string {
+	for _, l := range chain {
+		if t.Texts[l].GroupText != "" {
+			return l
+		}
+	}
+	return ""
+}
+
 // textsOrEmpty stores a type without locale texts as {}, never null.
 func textsOrEmpty(m map[string]TypeTexts) map[string]TypeTexts {
 	if m == nil {

@@ -117,11 +117,17 @@ func (l Locale) localizer() *goi18n.Localizer {
 
 var english = goi18n.NewLocalizer(bundle, "en")
 
-// Number writes n with the locale's grouping ("12,345", "12.345").
+// Number writes n with the locale's grouping ("12,345", "12.345"), in
+// the digits the requested tag asks for with a -u-nu- extension
+// (ar-u-nu-latn: Arabic with Latin digits), else the language's own.
 func (l Locale) Number(n int) string {
 	tag := l.tag
 	if l.loc == nil {
 		tag = language.English
+	} else if nu := l.requested.TypeForKey("nu"); nu != "" {
+		if t, err := tag.SetTypeForKey("nu", nu); err == nil {
+			tag = t
+		}
 	}
 	return message.NewPrinter(tag).Sprintf("%d", n)
 }
@@ -129,6 +135,11 @@ func (l Locale) Number(n int) string {
 // List joins names the way the language does ("Alice, Bob and Carol");
 // others > 0 counts the names left out ("Alice, Bob and 13 others").
 func (l Locale) List(names []string, others int) string {
+	isolated := make([]string, len(names))
+	for i, n := range names {
+		isolated[i] = l.Isolate(n)
+	}
+	names = isolated
 	if others > 0 {
 		head := strings.Join(names, l.T("list_separator", nil))
 		return l.N("list_others", others, map[string]any{"Names": head})

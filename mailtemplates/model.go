@@ -18,6 +18,10 @@ type Type struct {
 	// ItemText and GroupText are type texts (see ValidateItemText and
 	// ValidateGroupText); an empty one falls back to the default.
 	ItemText, GroupText string
+	// GroupTextLocale is the language GroupText is written in, "" when
+	// unknown (the type's own): its plural rules pick the text's "one"
+	// form for Russian 21 as for 1.
+	GroupTextLocale string
 	// DisplayLimit caps the items shown; Render enforces it too, so a
 	// loader that forgot cannot send a 1,000-line email.
 	DisplayLimit int

@@ -268,7 +268,7 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 		if isDigest(in.Mode) {
 			v.Title = in.Locale.T("digest_title_"+in.Mode, nil)
 		}
-		v.Summary = summary(in.Locale, v.Groups, total, sinceLabel(in.Since, now, loc, in.Locale))
+		v.Summary = summary(in.Locale, v.Groups, total, in.Since, now, loc)
 		v.Preheader = v.Summary
 		return in.Locale.T("subject_digest", map[string]any{"Title": v.Title, "Updates": in.Locale.N("updates", total, nil), "Heading": first.Heading})
 	default:
@@ -285,17 +285,14 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 // section with its count in the order shown, so the numbers add up with
 // what the reader sees ("17 updates since Sunday: Comments (15), Shared
 // apps (2)").
-func summary(lang i18n.Locale, groups []groupView, total int, since string) string {
-	s := lang.N("updates", total, nil)
-	if since != "" {
-		s = lang.T("summary_since", map[string]any{"Updates": s, "When": since})
-	}
+func summary(lang i18n.Locale, groups []groupView, total int, opened, now time.Time, loc *time.Location) string {
+	s := since(lang.N("updates", total, nil), opened, now, loc, lang)
 	if len(groups) < 2 {
 		return s
 	}
 	parts := make([]string, len(groups))
 	for i, g := range groups {
-		parts[i] = g.name + " (" + lang.Number(g.total) + ")"
+		parts[i] = lang.Isolate(g.name) + " (" + lang.Number(g.total) + ")"
 	}
 	return lang.T("summary_sections", map[string]any{"Summary": s, "Sections": strings.Join(parts, lang.T("list_separator", nil))})
 }
@@ -307,9 +304,10 @@ func (v *view) setWords(lang i18n.Locale) {
 	v.ChooseLabel = lang.T("footer_choose", nil)
 	v.MuteLabel = lang.T("mute_footer", nil)
 	if v.Email != "" {
-		v.SentTo = lang.T("footer_sent_to", map[string]any{"Email": v.Email})
+		email := lang.Isolate(v.Email)
+		v.SentTo = lang.T("footer_sent_to", map[string]any{"Email": email})
 		if v.Product != "" {
-			v.SentTo = lang.T("footer_sent_by", map[string]any{"Product": v.Product, "Email": v.Email})
+			v.SentTo = lang.T("footer_sent_by", map[string]any{"Product": lang.Isolate(v.Product), "Email": email})
 		}
 	}
 }
@@ -408,11 +406,9 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	if err != nil {
 		return groupView{}, fmt.Errorf("type %s item_text: %w", g.Type.Key, err)
 	}
-	// A type without a group text of its own gets lull's default in the
-	// recipient's language ("Kommentare: 3 neu"), from the catalogs.
-	var groupText *text
-	if src := g.Type.GroupText; strings.TrimSpace(src) != "" {
-		if groupText, err = cache.get(src, true); err != nil {
+	var groupText *text // nil: the default heading, in the email's language
+	if strings.TrimSpace(g.Type.GroupText) != "" {
+		if groupText, err = cache.get(g.Type.GroupText, true); err != nil {
 			return groupView{}, fmt.Errorf("type %s group_text: %w", g.Type.Key, err)
 		}
 	}
@@ -438,9 +434,10 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	}
 	top := newest(items, g.Type.ItemOrder)
 	if groupText != nil {
-		gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, actors: ActorsIn(lang, names, count)}, maxHeading)
+		gv.Heading = groupText.expand(fields{item: top, loc: loc, lang: lang, count: total, one: i18n.OneForm(g.Type.GroupTextLocale, total),
+			actors: ActorsIn(lang, names, count)}, maxHeading)
 	} else {
-		gv.Heading = clip(lang.N("group_new", total, map[string]any{"Name": name}), maxHeading)
+		gv.Heading = defaultHeading(g.Type, total, lang)
 	}
 	if gv.Heading == "" {
 		gv.Heading = name + ": " + lang.Number(total)
@@ -458,6 +455,20 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 	}
 	gv.cut(len(items))
 	return gv, nil
+}
+
+// defaultHeading is the heading of a type without a group_text
+// ("Comments: 3 new"), written in lang with the language's plural, so a
+// German email does not fall back to English words around a German name.
+func defaultHeading(t Type, total int, lang i18n.Locale) string {
+	name := clip(oneLine(t.Name), maxHeading)
+	if name == "" {
+		name = clip(oneLine(t.Key), maxHeading)
+	}
+	if name == "" {
+		return lang.N("updates", total, nil)
+	}
+	return clip(lang.N("type_default_heading", total, map[string]any{"Name": name}), maxHeading)
 }
 
 // viewURL is where a group's "View all" leads: the type's view_url
@@ -588,13 +599,16 @@ func ActorsIn(lang i18n.Locale, names []string, count int) string {
 	return lang.List(shown, count-len(shown))
 }
 
-// sinceLabel names the start of a digest in the recipient's zone: a time
-// with its zone when it opened today, a weekday within the last week ("since Monday"),
-// else a date. Calendar days, not 24-hour periods, because that is how
-// people count "since Monday".
-func sinceLabel(opened, now time.Time, loc *time.Location, lang i18n.Locale) string {
+// since is the digest's count with when it started, in the recipient's
+// zone: a time with its zone when it opened today, a weekday within the
+// last week ("17 updates since Monday"), else a date. Each kind is a
+// phrase of its own in the catalogs, because a preposition bends what
+// follows it (Russian "со вторника", Spanish "desde el martes"). Calendar
+// days, not 24-hour periods, because that is how people count "since
+// Monday".
+func since(updates string, opened, now time.Time, loc *time.Location, lang i18n.Locale) string {
 	if opened.IsZero() {
-		return ""
+		return updates
 	}
 	o, n := opened.In(loc), now.In(loc)
 	days := int(time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC).
@@ -602,15 +616,17 @@ func sinceLabel(opened, now time.Time, loc *time.Location, lang i18n.Locale) str
 	date := map[string]any{"Day": o.Day(), "Month": lang.Month(o.Month()), "Year": o.Year()}
 	switch {
 	case days <= 0:
-		return o.Format(lang.T("layout_clock_zone", nil))
+		return lang.T("summary_since_time", map[string]any{"Updates": updates, "Time": o.Format(lang.T("layout_clock_zone", nil))})
 	case days < 7:
-		return lang.Weekday(o.Weekday())
+		return lang.T("summary_since_"+weekdayNames[o.Weekday()], map[string]any{"Updates": updates})
 	case o.Year() == n.Year():
-		return lang.T("format_date", date)
+		return lang.T("summary_since_date", map[string]any{"Updates": updates, "Date": lang.T("format_date", date)})
 	default:
-		return lang.T("format_date_year", date)
+		return lang.T("summary_since_date", map[string]any{"Updates": updates, "Date": lang.T("format_date_year", date)})
 	}
 }
+
+var weekdayNames = [...]string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
 
 // oneLine makes s a single line of plain text: control characters and
 // line or paragraph separators become spaces, runs of white space collapse

@@ -562,17 +562,17 @@ func TestSinceLabel(t *testing.T) {
 		opened time.Time
 		want   string
 	}{
-		{time.Time{}, ""},
-		{now.Add(-2 * time.Hour), "06:00 CET"},                         // earlier today in Berlin, with its zone
-		{time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC), "00:30 CET"}, // Sunday in UTC, Monday in Berlin
-		{now.Add(-24 * time.Hour), "Sunday"},
-		{now.Add(-6 * 24 * time.Hour), "Tuesday"},
-		{now.Add(-7 * 24 * time.Hour), "November 16"},
-		{time.Date(2025, 12, 30, 12, 0, 0, 0, time.UTC), "December 30, 2025"},
+		{time.Time{}, "3 updates"},
+		{now.Add(-2 * time.Hour), "3 updates since 06:00 CET"},                         // earlier today in Berlin, with its zone
+		{time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC), "3 updates since 00:30 CET"}, // Sunday in UTC, Monday in Berlin
+		{now.Add(-24 * time.Hour), "3 updates since Sunday"},
+		{now.Add(-6 * 24 * time.Hour), "3 updates since Tuesday"},
+		{now.Add(-7 * 24 * time.Hour), "3 updates since November 16"},
+		{time.Date(2025, 12, 30, 12, 0, 0, 0, time.UTC), "3 updates since December 30, 2025"},
 	}
 	for _, c := range cases {
-		if got := sinceLabel(c.opened, now, berlin, i18n.Locale{}); got != c.want {
-			t.Errorf("sinceLabel(%v) = %q, want %q", c.opened, got, c.want)
+		if got := since("3 updates", c.opened, now, berlin, i18n.Locale{}); got != c.want {
+			t.Errorf("since(%v) = %q, want %q", c.opened, got, c.want)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func ContentKey(in Input) string {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		k.Since = sinceLabel(in.Since, now, zone, in.Locale)
+		k.Since = since("", in.Since, now, zone, in.Locale)
 	}
 	h := sha256.New()
 	if err := json.NewEncoder(h).Encode(k); err != nil {

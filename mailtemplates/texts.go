@@ -242,10 +242,12 @@ func abbreviate(s string) string {
 // fields is what a text expands against: one item, and for group texts
 // the group's count and actors.
 type fields struct {
-	item   *Item
-	loc    *time.Location
-	lang   i18n.Locale
-	count  int
+	item  *Item
+	loc   *time.Location
+	lang  i18n.Locale
+	count int
+	// one picks the singular form for a count other than 1 (Russian 21).
+	one    bool
 	actors string
 }
 
@@ -284,7 +286,7 @@ func fieldLimit(f field) int {
 // without a name reads "Task 1", not ": Task 1".
 func (t *text) expand(f fields, limit int) string {
 	segs := t.many
-	if f.count == 1 {
+	if f.count == 1 || f.one {
 		segs = t.one
 	}
 	var b strings.Builder

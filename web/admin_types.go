@@ -11,6 +11,7 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/i18n"
+	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/views"
 )
@@ -39,6 +40,11 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	b := TypeBody{Key: key, Name: f("name"), Description: f("description"), Category: f("category"), DefaultMode: f("default_mode"),
 		Window: f("window"), MaxWait: f("max_wait"), ItemOrder: f("item_order"), ItemText: f("item_text"), GroupText: f("group_text"),
 		Required: f("required") == "on", Lead: f("lead") == "on", Texts: formTexts(r)}
+	// The form shows the default group_text built from the stored name;
+	// left as it is, it follows a new name, as an API save's does.
+	if b.GroupText == mailtemplates.DefaultGroupText(old.Name) {
+		b.GroupText = ""
+	}
 	var errs []FieldError
 	if b.Name == "" {
 		errs = append(errs, FieldError{"name", "must not be empty"})

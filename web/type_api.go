@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -73,7 +74,11 @@ func (lt *LocaleTexts) UnmarshalJSON(b []byte) error {
 		var tt db.TypeTexts
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&tt); err != nil {
+		err := dec.Decode(&tt)
+		if err == nil && bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
+			err = errors.New("null") // openapi.json: an object, never null
+		}
+		if err != nil {
 			fe, ok := decodeFieldError(err)
 			if !ok {
 				fe.Message = "must be an object of name, description, item_text and group_text"

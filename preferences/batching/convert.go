@@ -69,13 +69,14 @@ func TemplateType(t *db.Type) mailtemplates.Type { return TemplateTypeIn(t, nil)
 // type's own.
 func TemplateTypeIn(t *db.Type, chain []string) mailtemplates.Type {
 	tx := t.TextsIn(chain)
-	// A type saved without a group text stores lull's English default;
-	// left empty, the email writes it in the recipient's language.
-	if tx.GroupText == mailtemplates.DefaultGroupText(t.Name) {
+	// A type saved without a group_text holds the English default built
+	// from its name; left empty, the email builds it in its own language
+	// from the name in that language.
+	if tx.GroupText == t.GroupText && t.GroupText == mailtemplates.DefaultGroupText(t.Name) {
 		tx.GroupText = ""
 	}
 	return mailtemplates.Type{Key: t.Key, Name: tx.Name, Category: t.Category, ItemText: tx.ItemText, GroupText: tx.GroupText,
-		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL}
+		DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder, ViewURL: t.ViewURL, GroupTextLocale: t.GroupTextLocale(chain)}
 }
 
 // input is the view model of a batch's email: one group per type,
