@@ -20,6 +20,11 @@ func branded(in Input, b Brand) Input {
 	if in.MuteURL != "" {
 		in.MuteURL = "https://docs.acme.example/mute?token=m"
 	}
+	links := map[string]string{}
+	for th := range in.ThreadMuteURLs {
+		links[th] = "https://docs.acme.example/mute?token=" + th
+	}
+	in.ThreadMuteURLs = links
 	return in
 }
 

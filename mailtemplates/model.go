@@ -48,6 +48,10 @@ type Item struct {
 	Object     Object
 	Data       map[string]any
 	OccurredAt time.Time
+	// Thread is the conversation the item belongs to, a batch key such as
+	// "comment+document:7"; empty when its event named none. An email
+	// about many conversations shows Input.ThreadMuteURLs[Thread] by it.
+	Thread string
 }
 
 // Group is one type's items in a batch. Items are already cut to at most
@@ -100,6 +104,11 @@ type Input struct {
 	// MuteURL mutes the email's conversation (see Links.MuteURL); empty
 	// for an email about no one conversation, such as a digest.
 	MuteURL string
+	// ThreadMuteURLs are the mute links of an email about many
+	// conversations (a digest), by Item.Thread: each conversation's first
+	// shown item carries its link. A conversation without one (a required
+	// type's) shows none.
+	ThreadMuteURLs map[string]string
 	// UnsubscribeThread says the unsubscribe link stops only this
 	// email's thread, and the footer says so.
 	UnsubscribeThread bool

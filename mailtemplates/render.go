@@ -111,10 +111,12 @@ type groupView struct {
 	// ViewURL is where "View all" leads: the type's view_url, or the
 	// one object every item is about; ViewAllLabel is that button's word.
 	ViewURL, ViewAllLabel string
-	name                  string // the type's name, for the digest's summary
-	order                 string // "first" or "latest"
-	total                 int
-	lang                  i18n.Locale
+	// MuteLabel is the word of the items' mute links.
+	MuteLabel string
+	name      string // the type's name, for the digest's summary
+	order     string // "first" or "latest"
+	total     int
+	lang      i18n.Locale
 }
 
 type itemView struct {
@@ -122,6 +124,10 @@ type itemView struct {
 	URL    string // http(s) only
 	When   string
 	Action string // the single layout's button: "View pipeline"
+	// MuteURL mutes the item's conversation: set on the first item of
+	// each conversation in its group, so ten comments on a document offer
+	// it once, and a list cut short keeps it.
+	MuteURL string
 	// objectType names Action, which compose words only for the single
 	// layout: a translated phrase per item was a tenth of a digest's render.
 	objectType string
@@ -196,7 +202,7 @@ func renderFit(in Input) (*Message, bool, error) {
 		if g.Total <= 0 && len(g.Items) == 0 {
 			continue
 		}
-		gv, err := renderGroup(g, loc, in.Locale, &cache)
+		gv, err := renderGroup(g, loc, in.Locale, &cache, in.ThreadMuteURLs)
 		if err != nil {
 			return nil, false, fmt.Errorf("render batch %d: %w", in.BatchID, err)
 		}
@@ -253,6 +259,11 @@ func (v *view) compose(in Input, total int, now time.Time, loc *time.Location) s
 		v.Layout = layoutSingle
 		v.Item = first.Items[0]
 		v.Item.Action = action(in.Locale, v.Item.objectType)
+		if v.MuteURL == "" {
+			// A digest of one item is about one conversation: its
+			// footer offers to mute it, as a single email's does.
+			v.MuteURL = v.Item.MuteURL
+		}
 		v.Title, v.Context = v.Item.Text, first.Heading
 		if utf8.RuneCountInString(v.Item.Text) > maxHeadline {
 			v.Title, v.Context, v.Body = first.Heading, "", v.Item.Text
@@ -385,8 +396,9 @@ func (g *groupView) cut(n int) {
 func encodedSize(html []byte) int { return qp.Len(html) }
 
 // renderGroup expands one group's texts: each item's item_text once, and
-// the group_text once against the newest item.
-func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache) (groupView, error) {
+// the group_text once against the newest item; mute has the links of the
+// items' conversations (Input.ThreadMuteURLs).
+func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache, mute map[string]string) (groupView, error) {
 	items := g.Items
 	if g.Type.DisplayLimit > 0 && len(items) > g.Type.DisplayLimit {
 		items = items[:g.Type.DisplayLimit]
@@ -419,6 +431,7 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 		gv.order = "first"
 	}
 	whenLayout := lang.T("layout_when", nil)
+	offered := map[string]bool{} // conversations whose mute link is shown
 	for i := range items {
 		it := &items[i]
 		s := itemText.expand(fields{item: it, loc: loc, lang: lang, count: 1}, maxLine)
@@ -426,6 +439,12 @@ func renderGroup(g Group, loc *time.Location, lang i18n.Locale, cache *textCache
 			s = name // an event without the fields its text names
 		}
 		gv.Items[i] = itemView{Text: s, URL: safeURL(it.Object.URL), When: formatWhenAs(it.OccurredAt, loc, whenLayout), objectType: it.Object.Type}
+		if !offered[it.Thread] {
+			gv.Items[i].MuteURL, offered[it.Thread] = mute[it.Thread], true
+		}
+	}
+	if len(mute) > 0 {
+		gv.MuteLabel = lang.T("digest_mute_item", nil)
 	}
 
 	names, count := g.ActorNames, g.ActorCount
@@ -560,7 +579,7 @@ func HeadingIn(g Group, loc *time.Location, lang i18n.Locale) string {
 		loc = time.UTC
 	}
 	var cache textCache
-	gv, err := renderGroup(g, loc, lang, &cache)
+	gv, err := renderGroup(g, loc, lang, &cache, nil)
 	if err != nil {
 		return g.Type.Name
 	}

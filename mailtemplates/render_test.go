@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,16 +98,40 @@ func layouts() map[string]Input {
 		Items: []Item{event("Alice", "Q3 plan", "Looks good", 2)}}
 	weekly := input("weekly", comments(), shares(), failures())
 	weekly.Since = sent.Add(-12 * 24 * time.Hour)
-	// An email about one conversation offers to mute it; a digest does not.
+	// An email about one conversation offers to mute it in its footer; a
+	// digest offers it by each conversation's first item.
 	one, cooldown := input("immediate", single), input("cooldown", comments())
 	one.MuteURL = "https://lull.example/mute?token=m"
 	cooldown.MuteURL = one.MuteURL
 	return map[string]Input{
 		"single":   one,
 		"cooldown": cooldown,
-		"digest":   input("daily", comments(), shares()),
+		"digest":   mutable(input("daily", comments(), shares())),
 		"weekly":   weekly,
 	}
+}
+
+// mutable puts in's comments in two conversations, document 7 (the
+// first two and the last two) and document 9 (the middle one), each with
+// a mute link, as a digest's flush gives them.
+func mutable(in Input) Input {
+	in.ThreadMuteURLs = map[string]string{}
+	for gi, g := range in.Groups {
+		if g.Type.Key != commentType().Key {
+			continue
+		}
+		items := slices.Clone(g.Items)
+		for i := range items {
+			doc := "document:7"
+			if i == 2 {
+				doc = "document:9"
+			}
+			items[i].Thread = g.Type.Key + "+" + doc
+			in.ThreadMuteURLs[items[i].Thread] = "https://lull.example/mute?token=" + doc
+		}
+		in.Groups[gi].Items = items
+	}
+	return in
 }
 
 func render(t testing.TB, in Input) (*Message, *goquery.Document) {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	htmltemplate "html/template"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,12 +31,15 @@ func ContentKey(in Input) string {
 		Groups                                          []Group
 		Brand                                           Brand
 		Thread                                          bool
-		// Which footer parts exist changes the layout.
-		HasEmail, HasSettings, HasUnsubscribe bool
+		// Which footer parts exist changes the layout, and so do the
+		// conversations that have a mute link.
+		HasEmail, HasSettings, HasUnsubscribe, HasMute bool
+		Muted                                          []string
 	}{
 		Mode: in.Mode, Tag: in.Locale.Tag(), Requested: in.Locale.Requested(), Zone: loc, From: in.From, ListID: in.ListID,
 		Date: in.Date, Groups: in.Groups, Brand: in.Brand, Thread: in.UnsubscribeThread,
 		HasEmail: oneLine(in.Recipient.Email) != "", HasSettings: in.SettingsURL != "", HasUnsubscribe: in.UnsubscribeURL != "",
+		HasMute: in.MuteURL != "", Muted: mutedThreads(in),
 	}
 	if isDigest(in.Mode) {
 		// What the digest says of its start, not the instant: digests
@@ -109,11 +114,19 @@ func renderAlike(ins []Input) (out []*Message, errs []error, renders int) {
 		}
 		return out, errs, renders
 	}
-	tok := newTokens()
+	threads := mutedThreads(ins[0])
+	tok := newTokens(len(threads))
 	shared := ins[0]
 	shared.Recipient.Email = tok.email(ins[0].Recipient.Email)
 	shared.SettingsURL = tok.url(ins[0].SettingsURL, 1)
 	shared.UnsubscribeURL = tok.url(ins[0].UnsubscribeURL, 2)
+	shared.MuteURL = tok.url(ins[0].MuteURL, 3)
+	if len(threads) > 0 {
+		shared.ThreadMuteURLs = make(map[string]string, len(threads))
+		for i, th := range threads {
+			shared.ThreadMuteURLs[th] = tok.slot[firstThreadSlot+i]
+		}
+	}
 	m, shrunk, err := renderFit(shared)
 	renders++
 	if err != nil || shrunk || tok.foundIn(shared) {
@@ -125,7 +138,7 @@ func renderAlike(ins []Input) (out []*Message, errs []error, renders int) {
 	html, text := tok.split(m.HTML), tok.split(m.Text)
 	base := encodedSize([]byte(m.HTML))
 	for i, in := range ins {
-		c, ok := tok.fill(m, html, text, in, base)
+		c, ok := tok.fill(m, html, text, in, threads, base)
 		if !ok {
 			alone(i)
 			continue
@@ -135,20 +148,42 @@ func renderAlike(ins []Input) (out []*Message, errs []error, renders int) {
 	return out, errs, renders
 }
 
+// mutedThreads are the conversations of in with a mute link, sorted: a
+// shared render's token slots follow this order.
+func mutedThreads(in Input) []string {
+	var out []string
+	for th, link := range in.ThreadMuteURLs {
+		if link != "" {
+			out = append(out, th)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // tokens are the stand-ins of one shared render: random, so no event can
 // carry one, and of letters and digits only (and, for the address, what
 // an address needs), so every escaper leaves them as they are. The
-// address, the settings link and the unsubscribe link are slots 0, 1, 2.
+// address, the settings, unsubscribe and mute links are slots 0 to 3;
+// each conversation's mute link (mutedThreads) has one after them.
 type tokens struct {
 	prefix string
-	slot   [3]string
+	slot   []string
 }
 
-func newTokens() tokens {
+// firstThreadSlot is the slot of the first conversation's mute link.
+const firstThreadSlot = 4
+
+func newTokens(threads int) tokens {
 	b := make([]byte, 12)
 	rand.Read(b)
 	p := "lullrcpt" + hex.EncodeToString(b)
-	return tokens{prefix: p, slot: [3]string{p + "a@x.invalid", "https://" + p + "s.invalid/", "https://" + p + "u.invalid/"}}
+	slot := []string{p + "a@x.invalid", "https://" + p + "s.invalid/", "https://" + p + "u.invalid/", "https://" + p + "m.invalid/"}
+	for i := range threads {
+		// The dot after the number keeps "t1" from matching "t12".
+		slot = append(slot, "https://"+p+"t"+strconv.Itoa(i)+".invalid/")
+	}
+	return tokens{prefix: p, slot: slot}
 }
 
 // email stands in for an address, keeping an empty one empty.
@@ -210,7 +245,7 @@ func (t tokens) split(s string) []piece {
 }
 
 // join fills pieces with values.
-func join(ps []piece, vals *[3]string) (string, int) {
+func join(ps []piece, vals []string) (string, int) {
 	n, added := 0, 0
 	for _, p := range ps {
 		n += len(p.lit)
@@ -233,14 +268,21 @@ func join(ps []piece, vals *[3]string) (string, int) {
 // fill makes in's copy of the shared message m from its pieces. It
 // reports false when the copy's HTML might exceed maxHTML, where Render
 // would have shrunk it.
-func (t tokens) fill(m *Message, html, text []piece, in Input, base int) (*Message, bool) {
+func (t tokens) fill(m *Message, html, text []piece, in Input, threads []string, base int) (*Message, bool) {
 	email := oneLine(in.Recipient.Email)
-	raw := [3]string{email, in.SettingsURL, in.UnsubscribeURL}
-	escaped := [3]string{escapeText(email), escapeHref(in.SettingsURL), escapeHref(in.UnsubscribeURL)}
+	raw := []string{email, in.SettingsURL, in.UnsubscribeURL, in.MuteURL}
+	for _, th := range threads {
+		raw = append(raw, in.ThreadMuteURLs[th])
+	}
+	escaped := make([]string, len(raw))
+	escaped[0] = escapeText(email)
+	for i, v := range raw[1:] {
+		escaped[i+1] = escapeHref(v)
+	}
 	c := *m
 	var added int
-	c.HTML, added = join(html, &escaped)
-	c.Text, _ = join(text, &raw)
+	c.HTML, added = join(html, escaped)
+	c.Text, _ = join(text, raw)
 	// Quoted-printable at most triples a byte and adds a three-byte soft
 	// break every 73; under that bound the copy fits without measuring.
 	if base+4*added+12*len(html) > maxHTML && encodedSize([]byte(c.HTML)) > maxHTML {

@@ -3,6 +3,7 @@ package mailtemplates
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +26,23 @@ func recipients(in Input, n int) []Input {
 		c.Recipient.Email = fmt.Sprintf("m%d+alerts&ops'%d@example.com", i, i)
 		c.SettingsURL = fmt.Sprintf("https://lull.example/settings/enter?token=s%d&x=<%d>", i, i)
 		c.UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d&t=a+b", i)
+		// Mute links are each recipient's own too: the footer's of an
+		// email about one conversation, and a digest's per conversation.
+		if in.MuteURL != "" {
+			c.MuteURL = fmt.Sprintf("https://lull.example/mute?token=m%d&x=\"%d\"", i, i)
+		}
+		c.ThreadMuteURLs = map[string]string{}
+		for th := range in.ThreadMuteURLs {
+			c.ThreadMuteURLs[th] = fmt.Sprintf("https://lull.example/mute?token=%d<%s>", i, th)
+		}
 		switch i % 4 {
 		case 1:
 			c.Recipient.Email += strings.Repeat("z", 300)
 			c.SettingsURL += "&pad=" + strings.Repeat("p", 3000)
 			c.UnsubscribeURL += "&pad=" + strings.Repeat("q", 3000)
+			for th, link := range c.ThreadMuteURLs {
+				c.ThreadMuteURLs[th] = link + "&pad=" + strings.Repeat("r", 3000)
+			}
 		case 2:
 			c.Recipient.Email = "" // no address: no "sent to" line
 		}
@@ -69,7 +82,11 @@ func TestRenderManyEqualsRenderingEachAlone(t *testing.T) {
 	cases["arabic"] = arabic
 	for _, n := range []int{60, 100, 104, 106, 108, 110, 140} {
 		cases[fmt.Sprintf("big%d", n)] = input("cooldown", big(n))
+		cases[fmt.Sprintf("mutebig%d", n)] = threads(input("daily", big(n)))
 	}
+	// A digest of one item reads as a single email; its conversation's
+	// mute link moves to the footer.
+	cases["muteone"] = mutable(input("daily", Group{Type: commentType(), Total: 1, Items: comments().Items[:1]}))
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -101,6 +118,34 @@ func TestRenderAlikeRendersOnce(t *testing.T) {
 	if _, errs, renders := renderAlike(ins); renders != 1 || errs[0] != nil {
 		t.Fatalf("%d renders for 50 recipients alike (%v), want 1", renders, errs[0])
 	}
+}
+
+// A digest with a mute link per conversation is still rendered once for
+// recipients alike.
+func TestRenderAlikeRendersDigestOnce(t *testing.T) {
+	t.Parallel()
+	ins := recipients(mutable(input("daily", comments(), shares())), 8)
+	for i := range ins {
+		ins[i].Recipient.Email = fmt.Sprintf("member%d@example.com", i)
+	}
+	if _, errs, renders := renderAlike(ins); renders != 1 || errs[0] != nil {
+		t.Fatalf("%d renders for 8 recipients alike (%v), want 1", renders, errs[0])
+	}
+}
+
+// threads puts each of in's items in a conversation of its own, each
+// with a mute link: the most links a digest can carry.
+func threads(in Input) Input {
+	in.ThreadMuteURLs = map[string]string{}
+	for gi, g := range in.Groups {
+		items := slices.Clone(g.Items)
+		for i := range items {
+			items[i].Thread = fmt.Sprintf("%s+build:%d", g.Type.Key, i)
+			in.ThreadMuteURLs[items[i].Thread] = "https://lull.example/mute?token=" + items[i].Thread
+		}
+		in.Groups[gi].Items = items
+	}
+	return in
 }
 
 func tail(s string) string { return s[max(0, len(s)-600):] }

@@ -255,11 +255,35 @@ func (e Envelope) Prepare(fc *db.FlushContent, now time.Time) (Composed, *mailte
 	e.Address(&in, now)
 	if key := conversation(fc); key != "" {
 		in.MuteURL = e.Links.MuteURL(rec.ID, key, now)
+	} else {
+		in.ThreadMuteURLs = e.threadMuteURLs(fc, &in, rec.ID, now)
 	}
 	if key := unsubscribeThread(fc); key != "" {
 		in.UnsubscribeURL, in.UnsubscribeThread = e.Links.UnsubscribeThreadURL(rec.ID, key, now)
 	}
 	return c, &in, nil
+}
+
+// threadMuteURLs are the mute links of the conversations an email about
+// many shows, one per conversation of a type that is not required: a
+// digest has no one conversation for its footer to mute.
+func (e Envelope) threadMuteURLs(fc *db.FlushContent, in *mailtemplates.Input, recipientID string, now time.Time) map[string]string {
+	var out map[string]string
+	for _, g := range in.Groups {
+		if t := fc.Types[g.Type.Key]; t == nil || t.Required {
+			continue
+		}
+		for _, it := range g.Items {
+			if it.Thread == "" || out[it.Thread] != "" {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[it.Thread] = e.Links.MuteURL(recipientID, it.Thread, now)
+		}
+	}
+	return out
 }
 
 // wanted sorts a batch's items into those still to send and those the

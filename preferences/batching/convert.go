@@ -160,8 +160,12 @@ func templateItem(it db.Item) mailtemplates.Item {
 	json.Unmarshal(it.Object, &o)
 	var data map[string]any
 	json.Unmarshal(it.Data, &data)
-	return mailtemplates.Item{Actor: decodeActor(it.Actor), Object: mailtemplates.Object{Type: o.Type, ID: o.ID, Title: o.Title, URL: o.URL},
+	out := mailtemplates.Item{Actor: decodeActor(it.Actor), Object: mailtemplates.Object{Type: o.Type, ID: o.ID, Title: o.Title, URL: o.URL},
 		Data: data, OccurredAt: it.OccurredAt}
+	if it.BatchKey != "" {
+		out.Thread = it.TypeKey + "+" + it.BatchKey
+	}
+	return out
 }
 
 func isNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }
