@@ -235,6 +235,7 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 	in := *first.input
 	in.Recipient.Email, in.Recipient.Name = "", ""
 	in.SettingsURL, in.ThreadID, in.ThreadKey = "", "", ""
+	in.MuteURL, in.ThreadMuteURLs = "", nil // a mute link names its recipient too
 	in.UnsubscribeURL = w.Links.SharedUnsubscribeURL(*first.content.Batch.TypeKey, now)
 	in.MessageID = w.envelope().MessageID(first.batchID)
 	m, err := mailtemplates.Render(in)

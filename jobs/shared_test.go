@@ -344,3 +344,30 @@ func TestSharedDeliveryPacksEachZone(t *testing.T) {
 		t.Fatalf("emails of %v recipients, want 4 of 100, one per zone", sizes)
 	}
 }
+
+// A shared email about one conversation carries no mute link: every
+// member's email would offer the first member's, and anyone of the team
+// could mute that member's conversation with it.
+func TestSharedDeliveryCarriesNoMuteLink(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	b.saveType(t, db.Type{Key: "task.failed", Name: "Failed tasks", DefaultMode: "cooldown", WindowMS: 60_000,
+		ItemText: "{{object.title}} failed", SharedDelivery: true})
+	var to []batching.RecipientRef
+	for i := range 3 {
+		id := fmt.Sprintf("m%02d", i)
+		b.recipient(t, id, "UTC")
+		to = append(to, ref(id))
+	}
+	_, err := b.engine.Ingest(context.Background(), 1, &batching.Event{Type: "task.failed", BatchKey: "build:7",
+		Actor: batching.Actor{ID: "ci", Name: "CI"}, Recipients: to, Object: batching.Object{Type: "task", ID: "1", Title: "task 1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(2 * time.Minute)
+	b.flushDue(t)
+	msgs := srv.WaitFor(t, 1, 10*time.Second)
+	if len(msgs[0].To) != 3 || strings.Contains(string(msgs[0].Data), "/mute?token=") {
+		t.Fatalf("%d envelope recipients; the shared email:\n%s", len(msgs[0].To), msgs[0].Data)
+	}
+}
