@@ -318,3 +318,22 @@ func goldenText(t *testing.T, name string, m *Message) {
 	t.Helper()
 	golden(t, name+".txt", "Subject: "+m.Subject+"\n\n"+m.Text)
 }
+
+// TestMuteLinksStayUnderGmailsClip: a digest whose every item is a
+// conversation of its own, with the longest key a conversation can have,
+// still fits the budget, and every item it shows keeps its mute link.
+func TestMuteLinksStayUnderGmailsClip(t *testing.T) {
+	t.Parallel()
+	in := threads(bigDigest())
+	for th := range in.ThreadMuteURLs {
+		in.ThreadMuteURLs[th] = "https://lull.example/mute?token=" + strings.Repeat("t", 1100)
+	}
+	m, doc := render(t, in)
+	if n := encodedSize([]byte(m.HTML)); n > 100_000 {
+		t.Fatalf("HTML is %d bytes sent", n)
+	}
+	items, links := doc.Find(`[data-testid="item"]`).Length(), doc.Find(`[data-testid="item-mute"]`).Length()
+	if items < 10 || links != items || doc.Find(`[data-testid="unsubscribe-link"]`).Length() != 1 {
+		t.Errorf("%d items shown, %d mute links, want one each", items, links)
+	}
+}
