@@ -30,11 +30,12 @@ func ContentKey(in Input) string {
 		Brand                                           Brand
 		Thread                                          bool
 		// Which footer parts exist changes the layout.
-		HasEmail, HasSettings, HasUnsubscribe bool
+		HasEmail, HasSettings, HasUnsubscribe, HasMute bool
 	}{
 		Mode: in.Mode, Tag: in.Locale.Tag(), Requested: in.Locale.Requested(), Zone: loc, From: in.From, ListID: in.ListID,
 		Date: in.Date, Groups: in.Groups, Brand: in.Brand, Thread: in.UnsubscribeThread,
 		HasEmail: oneLine(in.Recipient.Email) != "", HasSettings: in.SettingsURL != "", HasUnsubscribe: in.UnsubscribeURL != "",
+		HasMute: in.MuteURL != "",
 	}
 	if isDigest(in.Mode) {
 		// What the digest says of its start, not the instant: digests
@@ -114,6 +115,7 @@ func renderAlike(ins []Input) (out []*Message, errs []error, renders int) {
 	shared.Recipient.Email = tok.email(ins[0].Recipient.Email)
 	shared.SettingsURL = tok.url(ins[0].SettingsURL, 1)
 	shared.UnsubscribeURL = tok.url(ins[0].UnsubscribeURL, 2)
+	shared.MuteURL = tok.url(ins[0].MuteURL, 3)
 	m, shrunk, err := renderFit(shared)
 	renders++
 	if err != nil || shrunk || tok.foundIn(shared) {
@@ -138,17 +140,19 @@ func renderAlike(ins []Input) (out []*Message, errs []error, renders int) {
 // tokens are the stand-ins of one shared render: random, so no event can
 // carry one, and of letters and digits only (and, for the address, what
 // an address needs), so every escaper leaves them as they are. The
-// address, the settings link and the unsubscribe link are slots 0, 1, 2.
+// address, the settings, unsubscribe and mute links are slots 0 to 3:
+// every value signed for one recipient must have a slot, or the first
+// recipient's would reach them all.
 type tokens struct {
 	prefix string
-	slot   [3]string
+	slot   [4]string
 }
 
 func newTokens() tokens {
 	b := make([]byte, 12)
 	rand.Read(b)
 	p := "lullrcpt" + hex.EncodeToString(b)
-	return tokens{prefix: p, slot: [3]string{p + "a@x.invalid", "https://" + p + "s.invalid/", "https://" + p + "u.invalid/"}}
+	return tokens{prefix: p, slot: [4]string{p + "a@x.invalid", "https://" + p + "s.invalid/", "https://" + p + "u.invalid/", "https://" + p + "m.invalid/"}}
 }
 
 // email stands in for an address, keeping an empty one empty.
@@ -210,7 +214,7 @@ func (t tokens) split(s string) []piece {
 }
 
 // join fills pieces with values.
-func join(ps []piece, vals *[3]string) (string, int) {
+func join(ps []piece, vals *[4]string) (string, int) {
 	n, added := 0, 0
 	for _, p := range ps {
 		n += len(p.lit)
@@ -235,8 +239,8 @@ func join(ps []piece, vals *[3]string) (string, int) {
 // would have shrunk it.
 func (t tokens) fill(m *Message, html, text []piece, in Input, base int) (*Message, bool) {
 	email := oneLine(in.Recipient.Email)
-	raw := [3]string{email, in.SettingsURL, in.UnsubscribeURL}
-	escaped := [3]string{escapeText(email), escapeHref(in.SettingsURL), escapeHref(in.UnsubscribeURL)}
+	raw := [4]string{email, in.SettingsURL, in.UnsubscribeURL, in.MuteURL}
+	escaped := [4]string{escapeText(email), escapeHref(in.SettingsURL), escapeHref(in.UnsubscribeURL), escapeHref(in.MuteURL)}
 	c := *m
 	var added int
 	c.HTML, added = join(html, &escaped)

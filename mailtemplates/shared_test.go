@@ -25,6 +25,9 @@ func recipients(in Input, n int) []Input {
 		c.Recipient.Email = fmt.Sprintf("m%d+alerts&ops'%d@example.com", i, i)
 		c.SettingsURL = fmt.Sprintf("https://lull.example/settings/enter?token=s%d&x=<%d>", i, i)
 		c.UnsubscribeURL = fmt.Sprintf("https://lull.example/unsubscribe?token=u%d&t=a+b", i)
+		if c.MuteURL != "" {
+			c.MuteURL = fmt.Sprintf("https://lull.example/mute?token=m%d&t=<%d>", i, i)
+		}
 		switch i % 4 {
 		case 1:
 			c.Recipient.Email += strings.Repeat("z", 300)
@@ -161,5 +164,27 @@ func BenchmarkRenderMany(b *testing.B) {
 				RenderMany(ins)
 			}
 		})
+	}
+}
+
+// A mute link is signed for one recipient: rendered once for a team,
+// every member's copy must carry their own, never the first member's.
+func TestRenderManyGivesEachRecipientTheirOwnMuteLink(t *testing.T) {
+	t.Parallel()
+	ins := recipients(input("cooldown", comments()), 4)
+	for i := range ins {
+		ins[i].MuteURL = fmt.Sprintf("https://lull.example/mute?token=m%d&r=u_%d", i, i)
+	}
+	got, errs := RenderMany(ins)
+	for i := range ins {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		for j := range ins {
+			own := fmt.Sprintf("token=m%d&", j)
+			if has := strings.Contains(got[i].Text, own); has != (i == j) {
+				t.Errorf("recipient %d's email carries mute link of recipient %d: %v", i, j, has)
+			}
+		}
 	}
 }
