@@ -220,7 +220,7 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 
 // lead makes the first plan of a chunk of like emails send one email for
 // all of them. The email shows no recipient's address and carries no
-// personal link: a link in an email many people receive alike would let
+// personal link (settings, unsubscribe, mute): a link in an email many people receive alike would let
 // any of them (or anyone it is forwarded to) unsubscribe or change the
 // settings of whoever it names. Its unsubscribe link names only the type
 // (Links.SharedUnsubscribeURL); its page mails each member who asks their
@@ -234,7 +234,7 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 	first := chunk[0]
 	in := *first.input
 	in.Recipient.Email, in.Recipient.Name = "", ""
-	in.SettingsURL, in.ThreadID, in.ThreadKey = "", "", ""
+	in.SettingsURL, in.MuteURL, in.ThreadID, in.ThreadKey = "", "", "", ""
 	in.UnsubscribeURL = w.Links.SharedUnsubscribeURL(*first.content.Batch.TypeKey, now)
 	in.MessageID = w.envelope().MessageID(first.batchID)
 	m, err := mailtemplates.Render(in)

@@ -1,0 +1,62 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences/batching"
+)
+
+// teamOn is team with events about one conversation (batch_key), whose
+// emails offer a mute link.
+func teamOn(t *testing.T, b *testBundle, n, events int, batchKey string) []int64 {
+	t.Helper()
+	b.saveType(t, db.Type{Key: "task.failed", Name: "Failed tasks", DefaultMode: "cooldown", WindowMS: 60_000,
+		ItemText: "{{object.title}} failed", GroupText: "Task failed|{{count}} tasks failed", SkipRead: true,
+		SharedDelivery: true})
+	var to []batching.RecipientRef
+	for i := range n {
+		id := fmt.Sprintf("m%02d", i)
+		b.recipient(t, id, "UTC")
+		to = append(to, ref(id))
+	}
+	var ids []int64
+	for i := range events {
+		res, err := b.engine.Ingest(context.Background(), 1, &batching.Event{Type: "task.failed", BatchKey: batchKey,
+			Actor: batching.Actor{ID: "ci", Name: "CI"}, Recipients: to,
+			Object: batching.Object{Type: "task", ID: fmt.Sprint(i), Title: fmt.Sprintf("task %d", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			for _, bt := range res.Batches {
+				ids = append(ids, bt.ID)
+			}
+		}
+	}
+	b.clock.Advance(2 * time.Minute)
+	return ids
+}
+
+// A shared email about one conversation carries no mute link: a mute
+// link is signed for one member, and any member (or anyone the email is
+// forwarded to) could mute the conversation for them.
+func TestSharedDeliveryCarriesNoMembersMuteLink(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	teamOn(t, b, 5, 3, "project:7")
+	b.flushDue(t)
+	msgs := srv.WaitFor(t, 1, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if srv.Received() != 1 || len(msgs[0].To) != 5 {
+		t.Fatalf("%d emails, the first to %d members; want one to all 5", srv.Received(), len(msgs[0].To))
+	}
+	// Quoted-printable may break a line anywhere: join them first.
+	if body := strings.ReplaceAll(string(msgs[0].Data), "=\r\n", ""); strings.Contains(body, "/mute?") {
+		t.Fatalf("the shared email carries a member's mute link:\n%s", body[:min(len(body), 3000)])
+	}
+}
