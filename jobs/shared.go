@@ -242,8 +242,13 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 		return // each sends its own email
 	}
 	m.To = first.msg.To
+	// Members sharing a mailbox get it there once.
+	seen := make(map[string]bool, len(chunk))
 	for _, p := range chunk {
-		m.Rcpts = append(m.Rcpts, p.msg.To)
+		if a := db.NormalizeAddress(p.msg.To); !seen[a] {
+			seen[a] = true
+			m.Rcpts = append(m.Rcpts, p.msg.To)
+		}
 		own := *p.msg
 		p.own = &own
 		p.msg.MessageID = m.MessageID

@@ -60,3 +60,34 @@ func TestSharedDeliveryCarriesNoMembersMuteLink(t *testing.T) {
 		t.Fatalf("the shared email carries a member's mute link:\n%s", body[:min(len(body), 3000)])
 	}
 }
+
+// Two members with one address (a shared mailbox, or one person
+// registered twice) get the shared email in that mailbox once, not once
+// per member: the address is one envelope recipient. Both batches end
+// sent.
+func TestSharedDeliveryToOneAddressOfTwoMembersSendsItOnce(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	ids := team(t, b, true, 4, 2)
+	if _, err := b.db.Pool.Exec(context.Background(), "UPDATE recipients SET email = 'Ops@Example.com' WHERE id IN ('m01', 'm02')"); err != nil {
+		t.Fatal(err)
+	}
+	b.flushDue(t)
+	msgs := srv.WaitFor(t, 1, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if srv.Received() != 1 {
+		t.Fatalf("%d emails, want 1", srv.Received())
+	}
+	seen := map[string]int{}
+	for _, to := range msgs[0].To {
+		seen[strings.ToLower(to)]++
+	}
+	if len(msgs[0].To) != 3 || seen["ops@example.com"] != 1 {
+		t.Fatalf("the shared email went to %v, want 3 addresses, the shared mailbox once", msgs[0].To)
+	}
+	for _, id := range ids {
+		if st := b.batch(t, id).State; st != db.StateSent {
+			t.Fatalf("batch %d is %s, want sent", id, st)
+		}
+	}
+}
