@@ -188,3 +188,21 @@ func TestRenderManyGivesEachRecipientTheirOwnMuteLink(t *testing.T) {
 		}
 	}
 }
+
+// Two inputs with one key render the same email: an email of several
+// groups reads as a digest, "since" its start, whatever its mode, so
+// emails opened on different days must not share a key.
+func TestContentKeyCoversSinceOfEveryDigestLayout(t *testing.T) {
+	t.Parallel()
+	one := input("cooldown", comments(), shares())
+	other := one
+	other.Since = one.Since.Add(-3 * 24 * time.Hour)
+	a, _ := Render(one)
+	b, _ := Render(other)
+	if a.Text == b.Text {
+		t.Fatal("the test's emails read alike; it tests nothing")
+	}
+	if ContentKey(one) == ContentKey(other) {
+		t.Fatal("emails that read differently (since when) share a content key")
+	}
+}
