@@ -91,3 +91,36 @@ func TestSharedDeliveryToOneAddressOfTwoMembersSendsItOnce(t *testing.T) {
 		}
 	}
 }
+
+// The skip log of a shared email names the members left out of it and
+// why (here m03, suppressed), and only them:
+// m05, in another zone, got an email of its own and is not left out.
+func TestSharedDeliverySkipLogNamesMembersLeftOut(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	ctx := context.Background()
+	ids := team(t, b, true, 8, 2)
+	if _, _, err := db.AddSuppression(ctx, b.db.Pool, db.Suppression{Address: "m03@example.com", Reason: "operator", Scope: db.ScopeAll, Source: "test"}, b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Pool.Exec(ctx, "UPDATE recipients SET timezone = 'Asia/Tokyo' WHERE id = 'm05'"); err != nil {
+		t.Fatal(err)
+	}
+	b.flushDue(t)
+	srv.WaitFor(t, 2, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	left, err := db.SharedLeftOut(ctx, b.db.Pool, ids[0], 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range left {
+		got = append(got, s.RecipientID+":"+s.Reason)
+	}
+	if len(got) != 1 || got[0] != "m03:suppressed" {
+		t.Fatalf("left out of the shared email: %v, want m03 (suppressed) alone", got)
+	}
+	if left, _ := db.SharedLeftOut(ctx, b.db.Pool, ids[5], 100); len(left) != 0 {
+		t.Fatalf("m05's own email lists %d members left out", len(left))
+	}
+}
