@@ -3,6 +3,7 @@ package mailtemplates
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,79 @@ func TestContentKeyCoversSinceOfEveryDigestLayout(t *testing.T) {
 	if ContentKey(one) == ContentKey(other) {
 		t.Fatal("emails that read differently (since when) share a content key")
 	}
+}
+
+// Every field of an input either changes its content key or is filled in
+// per recipient: two inputs that differ in any one field, rendered
+// together, each get the email they would alone. A field added later
+// (a new per-recipient link) fails here until RenderAlike fills it or
+// ContentKey covers it.
+func TestRenderManyAccountsForEveryInputField(t *testing.T) {
+	t.Parallel()
+	base := layouts()["cooldown"]
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	variants := map[string]Input{}
+	top := reflect.TypeOf(base)
+	for i := range top.NumField() {
+		f := top.Field(i)
+		if f.Type.Kind() == reflect.Struct && (f.Name == "Recipient" || f.Name == "Brand") {
+			for j := range f.Type.NumField() {
+				c := base
+				field := reflect.ValueOf(&c).Elem().Field(i).Field(j)
+				if !vary(field, tokyo) {
+					t.Fatalf("the test cannot vary %s.%s", f.Name, f.Type.Field(j).Name)
+				}
+				variants[f.Name+"."+f.Type.Field(j).Name] = c
+			}
+			continue
+		}
+		c := base
+		if !vary(reflect.ValueOf(&c).Elem().Field(i), tokyo) {
+			t.Fatalf("the test cannot vary %s", f.Name)
+		}
+		variants[f.Name] = c
+	}
+	for name, v := range variants {
+		if ContentKey(v) != ContentKey(base) {
+			continue
+		}
+		got, errs := RenderMany([]Input{base, v})
+		want, err := Render(v)
+		if err != nil || errs[1] != nil {
+			t.Fatalf("%s: %v / %v", name, err, errs[1])
+		}
+		if !reflect.DeepEqual(got[1], want) {
+			t.Errorf("inputs differing in %s share a key, and the second got the first's email", name)
+		}
+	}
+}
+
+// vary changes a settable field to another value of its kind, reporting
+// false for a kind it does not know.
+func vary(f reflect.Value, zone *time.Location) bool {
+	switch x := f.Addr().Interface().(type) {
+	case *string:
+		if strings.HasPrefix(*x, "http") {
+			*x += "&other=1"
+		} else if *x == "" {
+			*x = "https://lull.example/other"
+		} else {
+			*x += "x"
+		}
+	case *int64:
+		*x++
+	case *bool:
+		*x = !*x
+	case *time.Time:
+		*x = x.Add(-49 * time.Hour)
+	case **time.Location:
+		*x = zone
+	case *i18n.Locale:
+		*x = i18n.Resolve("de", "", "")
+	case *[]Group:
+		*x = append(slices.Clone(*x), shares())
+	default:
+		return false
+	}
+	return true
 }
