@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -122,5 +123,53 @@ func TestSharedDeliverySkipLogNamesMembersLeftOut(t *testing.T) {
 	}
 	if left, _ := db.SharedLeftOut(ctx, b.db.Pool, ids[5], 100); len(left) != 0 {
 		t.Fatalf("m05's own email lists %d members left out", len(left))
+	}
+}
+
+// A member suppressed between a shared email's crash and its retry is
+// left out of the retry, and their batch is settled (canceled, logged
+// suppressed) by the time every job has run, not left flushing under
+// the sending job until the sweep reclaims it.
+func TestSharedDeliveryRetryAfterCrashSettlesAMemberSuppressedMeanwhile(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpBundle(t)
+	smtp := b.flush.Sender
+	crashed := false
+	b.withSender(senderFunc(func(ctx context.Context, m *mailtemplates.Message) error {
+		if err := smtp.Send(ctx, m); err != nil {
+			return err
+		}
+		if !crashed {
+			crashed = true
+			panic(errCrash)
+		}
+		return nil
+	}))
+	ids := team(t, b, true, 6, 2)
+	ctx := context.Background()
+	func() {
+		defer func() { recover() }()
+		b.workAs(ctx, 500, ids[0], 1)
+	}()
+	if _, _, err := db.AddSuppression(ctx, b.db.Pool, db.Suppression{Address: "m03@example.com", Reason: "operator", Scope: db.ScopeAll, Source: "test"}, b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.workAs(ctx, 500, ids[0], 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	for i, id := range ids {
+		if err := b.workAs(ctx, int64(600+i), id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.WaitFor(t, 2, 10*time.Second)
+	for i, id := range ids {
+		want := db.StateSent
+		if i == 3 {
+			want = db.StateCanceled
+		}
+		if st := b.batch(t, id).State; st != want {
+			t.Errorf("batch of m%02d is %s, want %s", i, st, want)
+		}
 	}
 }
