@@ -83,3 +83,36 @@ func SharedCounts(ctx context.Context, q Querier, ids []int64) (map[int64]int, e
 	}
 	return out, rows.Err()
 }
+
+// SharedLeftOut returns the skip log of the members left out of the
+// shared email batch id went out in: batches of its type and key,
+// outside the email, that closed between the first of its batches and
+// its send and were skipped (suppressed, muted, read, inactive). Those
+// that got an email of their own (another zone or language) are not
+// left out. Nil when the email did not go out shared.
+func SharedLeftOut(ctx context.Context, q Querier, id int64, limit int) ([]SkipEntry, error) {
+	rows, err := q.Query(ctx, `
+		WITH g AS (
+		    SELECT b.id, b.type_key, b.batch_key, b.closes_at, coalesce(d.sent_at, d.created_at) AS at
+		    FROM deliveries d JOIN batches b ON b.id = d.batch_id
+		    WHERE d.shared_by = (SELECT shared_by FROM deliveries WHERE batch_id = $1)),
+		w AS (SELECT min(type_key) AS t, min(batch_key) AS k, min(closes_at) AS lo, max(at) AS hi, array_agg(id) AS ids FROM g)
+		SELECT s.created_at, s.recipient_id, s.type_key, s.event_id, s.batch_id, s.items, s.reason
+		FROM w JOIN batches b ON b.type_key = w.t AND b.batch_key = w.k AND b.id <> ALL(w.ids)
+		    AND b.state = 'canceled' AND b.closes_at BETWEEN w.lo AND w.hi
+		JOIN skips s ON s.batch_id = b.id
+		ORDER BY s.id LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("left out of the shared email of batch %d: %w", id, err)
+	}
+	defer rows.Close()
+	var out []SkipEntry
+	for rows.Next() {
+		var s SkipEntry
+		if err := rows.Scan(&s.At, &s.RecipientID, &s.TypeKey, &s.EventID, &s.BatchID, &s.Items, &s.Reason); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

@@ -6,11 +6,14 @@ import (
 )
 
 // RecipientsByAddress returns the active recipients with address (any
-// case), for the shared-unsubscribe page that mails each their own link.
+// case) who have had a batch of typeKey, for the shared-unsubscribe page
+// that mails each their own link: a recipient who never got the type is
+// not mailed about it.
 // recipients has no index on lower(email): the page is rate limited and
 // rarely used, so a scan is cheaper than an index every write maintains.
-func RecipientsByAddress(ctx context.Context, q Querier, address string) ([]Recipient, error) {
-	rows, err := q.Query(ctx, `SELECT id, email, locale FROM recipients WHERE lower(email) = $1 AND active LIMIT 10`, NormalizeAddress(address))
+func RecipientsByAddress(ctx context.Context, q Querier, address, typeKey string) ([]Recipient, error) {
+	rows, err := q.Query(ctx, `SELECT id, email, locale FROM recipients r WHERE lower(email) = $1 AND active
+		AND EXISTS (SELECT 1 FROM batches b WHERE b.recipient_id = r.id AND b.type_key = $2) LIMIT 10`, NormalizeAddress(address), typeKey)
 	if err != nil {
 		return nil, fmt.Errorf("recipients of %s: %w", address, err)
 	}

@@ -146,11 +146,11 @@ func (w *FlushWorker) share(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 		slices.SortFunc(g, func(a, b *sendPlan) int { return cmp.Compare(a.batchID, b.batchID) })
 		// Only the last email of the group has room for more.
 		if room := (maxSharedRcpts - len(g)%maxSharedRcpts) % maxSharedRcpts; room > 0 {
-			more, err := w.takeAlong(ctx, tx, g[len(g)-1], k, room, &held, now)
+			more, settled, err := w.takeAlong(ctx, tx, g[len(g)-1], k, room, &held, now)
 			if err != nil {
 				return nil, err
 			}
-			taken = append(taken, more...)
+			taken = append(append(taken, more...), settled...)
 			g = append(g, more...)
 		}
 		for chunk := range slices.Chunk(g, maxSharedRcpts) {
@@ -162,8 +162,11 @@ func (w *FlushWorker) share(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 
 // takeAlong locks and composes up to room batches of like's key, due now
 // and not held by this set, whose emails read like like's (content key
-// k); it returns them as plans owned by like's job.
-func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, k string, room int, held *[]int64, now time.Time) ([]*sendPlan, error) {
+// k); it returns them as plans owned by like's job. It also returns, to
+// be settled with them, the batches it found send nothing (suppressed,
+// muted, all read): a batch this job left flushing before a crash has no
+// other job to cancel it.
+func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, k string, room int, held *[]int64, now time.Time) (out, settled []*sendPlan, err error) {
 	b := like.content.Batch
 	// Twice the room: members who muted the type, or whose items differ,
 	// share the key but not the content, and are left to their own jobs.
@@ -173,18 +176,18 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 	}
 	ids, err := db.SharedSiblings(ctx, tx, *b.TypeKey, b.BatchKey, *held, like.jobID, rec.Timezone, rec.Locale, now, 2*room)
 	if err != nil || len(ids) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	cs, err := db.LockFreeForFlush(ctx, tx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fcs := make([]*db.FlushContent, 0, len(cs))
 	for _, fc := range cs {
 		fcs = append(fcs, fc)
 	}
 	if err := db.AttachSuppressions(ctx, tx, fcs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// decide looks only at the job's id: these batches become the
 	// leading job's.
@@ -197,30 +200,33 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 		}
 		p, _, err := w.decide(ctx, tx, fc, job, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if p != nil {
 			plans = append(plans, p)
 		}
 	}
 	w.composeAll(plans, now)
-	var out []*sendPlan
 	for _, p := range plans {
-		// A member whose email would differ, or who gets none (muted,
-		// suppressed), is left to their own job, which sends or logs it
-		// as for anyone else.
+		if p.skip != "" {
+			*held = append(*held, p.batchID)
+			settled = append(settled, p)
+			continue
+		}
+		// A member whose email would differ is left to their own job,
+		// which sends it as for anyone else.
 		if len(out) == room || !shareable(p) || mailtemplates.ContentKey(*p.input) != k {
 			continue
 		}
 		*held = append(*held, p.batchID)
 		out = append(out, p)
 	}
-	return out, nil
+	return out, settled, nil
 }
 
 // lead makes the first plan of a chunk of like emails send one email for
 // all of them. The email shows no recipient's address and carries no
-// personal link: a link in an email many people receive alike would let
+// personal link (settings, unsubscribe, mute): a link in an email many people receive alike would let
 // any of them (or anyone it is forwarded to) unsubscribe or change the
 // settings of whoever it names. Its unsubscribe link names only the type
 // (Links.SharedUnsubscribeURL); its page mails each member who asks their
@@ -243,8 +249,13 @@ func (w *FlushWorker) lead(chunk []*sendPlan, now time.Time) {
 		return // each sends its own email
 	}
 	m.To = first.msg.To
+	// Members sharing a mailbox get it there once.
+	seen := make(map[string]bool, len(chunk))
 	for _, p := range chunk {
-		m.Rcpts = append(m.Rcpts, p.msg.To)
+		if a := db.NormalizeAddress(p.msg.To); !seen[a] {
+			seen[a] = true
+			m.Rcpts = append(m.Rcpts, p.msg.To)
+		}
 		own := *p.msg
 		p.own = &own
 		p.msg.MessageID = m.MessageID

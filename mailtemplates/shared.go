@@ -41,9 +41,10 @@ func ContentKey(in Input) string {
 		HasEmail: oneLine(in.Recipient.Email) != "", HasSettings: in.SettingsURL != "", HasUnsubscribe: in.UnsubscribeURL != "",
 		HasMute: in.MuteURL != "", Muted: mutedThreads(in),
 	}
-	if isDigest(in.Mode) {
+	if isDigest(in.Mode) || len(in.Groups) > 1 {
 		// What the digest says of its start, not the instant: digests
-		// opened minutes apart read alike.
+		// opened minutes apart read alike. Several groups read as a
+		// digest whatever the mode (view.compose).
 		zone := in.Recipient.Location
 		if zone == nil {
 			zone = time.UTC

@@ -208,3 +208,124 @@ func BenchmarkRenderMany(b *testing.B) {
 		})
 	}
 }
+
+// A mute link is signed for one recipient: rendered once for a team,
+// every member's copy must carry their own, never the first member's.
+func TestRenderManyGivesEachRecipientTheirOwnMuteLink(t *testing.T) {
+	t.Parallel()
+	ins := recipients(input("cooldown", comments()), 4)
+	for i := range ins {
+		ins[i].MuteURL = fmt.Sprintf("https://lull.example/mute?token=m%d&r=u_%d", i, i)
+	}
+	got, errs := RenderMany(ins)
+	for i := range ins {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		for j := range ins {
+			own := fmt.Sprintf("token=m%d&", j)
+			if has := strings.Contains(got[i].Text, own); has != (i == j) {
+				t.Errorf("recipient %d's email carries mute link of recipient %d: %v", i, j, has)
+			}
+		}
+	}
+}
+
+// Two inputs with one key render the same email: an email of several
+// groups reads as a digest, "since" its start, whatever its mode, so
+// emails opened on different days must not share a key.
+func TestContentKeyCoversSinceOfEveryDigestLayout(t *testing.T) {
+	t.Parallel()
+	one := input("cooldown", comments(), shares())
+	other := one
+	other.Since = one.Since.Add(-3 * 24 * time.Hour)
+	a, _ := Render(one)
+	b, _ := Render(other)
+	if a.Text == b.Text {
+		t.Fatal("the test's emails read alike; it tests nothing")
+	}
+	if ContentKey(one) == ContentKey(other) {
+		t.Fatal("emails that read differently (since when) share a content key")
+	}
+}
+
+// Every field of an input either changes its content key or is filled in
+// per recipient: two inputs that differ in any one field, rendered
+// together, each get the email they would alone. A field added later
+// (a new per-recipient link) fails here until RenderAlike fills it or
+// ContentKey covers it.
+func TestRenderManyAccountsForEveryInputField(t *testing.T) {
+	t.Parallel()
+	base := layouts()["cooldown"]
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	variants := map[string]Input{}
+	top := reflect.TypeOf(base)
+	for i := range top.NumField() {
+		f := top.Field(i)
+		if f.Type.Kind() == reflect.Struct && (f.Name == "Recipient" || f.Name == "Brand") {
+			for j := range f.Type.NumField() {
+				c := base
+				field := reflect.ValueOf(&c).Elem().Field(i).Field(j)
+				if !vary(field, tokyo) {
+					t.Fatalf("the test cannot vary %s.%s", f.Name, f.Type.Field(j).Name)
+				}
+				variants[f.Name+"."+f.Type.Field(j).Name] = c
+			}
+			continue
+		}
+		c := base
+		if !vary(reflect.ValueOf(&c).Elem().Field(i), tokyo) {
+			t.Fatalf("the test cannot vary %s", f.Name)
+		}
+		variants[f.Name] = c
+	}
+	for name, v := range variants {
+		if ContentKey(v) != ContentKey(base) {
+			continue
+		}
+		got, errs := RenderMany([]Input{base, v})
+		want, err := Render(v)
+		if err != nil || errs[1] != nil {
+			t.Fatalf("%s: %v / %v", name, err, errs[1])
+		}
+		if !reflect.DeepEqual(got[1], want) {
+			t.Errorf("inputs differing in %s share a key, and the second got the first's email", name)
+		}
+	}
+}
+
+// vary changes a settable field to another value of its kind, reporting
+// false for a kind it does not know.
+func vary(f reflect.Value, zone *time.Location) bool {
+	switch x := f.Addr().Interface().(type) {
+	case *string:
+		if strings.HasPrefix(*x, "http") {
+			*x += "&other=1"
+		} else if *x == "" {
+			*x = "https://lull.example/other"
+		} else {
+			*x += "x"
+		}
+	case *int64:
+		*x++
+	case *bool:
+		*x = !*x
+	case *time.Time:
+		*x = x.Add(-49 * time.Hour)
+	case **time.Location:
+		*x = zone
+	case *i18n.Locale:
+		*x = i18n.Resolve("de", "", "")
+	case *[]Group:
+		*x = append(slices.Clone(*x), shares())
+	case *map[string]string:
+		m := map[string]string{"comment+doc:other": "https://lull.example/other"}
+		for k, v := range *x {
+			m[k] = v + "&other=1"
+		}
+		*x = m
+	default:
+		return false
+	}
+	return true
+}

@@ -107,6 +107,9 @@ func (s *Server) adminBatch(w http.ResponseWriter, r *http.Request) {
 		if st := sharedStat(dd.SharedWith); st != nil {
 			v.Delivery = append(v.Delivery, *st)
 		}
+		if st := leftOutStat(dd.LeftOut); st != nil {
+			v.Delivery = append(v.Delivery, *st)
+		}
 		if dd.PossiblyLost {
 			v.Delivery = append(v.Delivery, views.Stat{Label: "Possibly lost", Value: "yes", Note: "marked sent before SMTP confirmed (at-most-once)"})
 		}

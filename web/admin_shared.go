@@ -27,6 +27,23 @@ func sharedStat(together []int64) *views.Stat {
 	return &views.Stat{Label: "Sent together", Value: fmt.Sprintf("one shared email to %d recipients", len(together)), Note: note}
 }
 
+// leftOutStat says, on a shared email's batch page, which members of its
+// type and key it left out and why, from their skip log.
+func leftOutStat(skips []db.SkipEntry) *views.Stat {
+	if len(skips) == 0 {
+		return nil
+	}
+	var who []string
+	for _, sk := range skips[:min(len(skips), 20)] {
+		who = append(who, fmt.Sprintf("%s (%s, batch #%d)", sk.RecipientID, sk.Reason, *sk.BatchID))
+	}
+	note := strings.Join(who, ", ")
+	if len(skips) > 20 {
+		note += fmt.Sprintf(" and %d more", len(skips)-20)
+	}
+	return &views.Stat{Label: "Left out", Value: fmt.Sprintf("%d skipped", len(skips)), Note: note}
+}
+
 // markSharedRows notes on the batch browser's rows which batches went out
 // in a shared email, and with how many others.
 func markSharedRows(ctx context.Context, q db.Querier, bs []*db.Batch, rows []views.BatchRow) error {

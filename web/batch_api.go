@@ -75,6 +75,10 @@ type DeliveryDetail struct {
 	// SharedWith are the batches whose recipients got this email
 	// together, this one included; empty when it went out alone.
 	SharedWith []int64 `json:"shared_with,omitempty"`
+	// LeftOut is the skip log of the members of the type and key left
+	// out of a shared email (suppressed, muted, read), each naming their
+	// batch and why; empty when it went out alone.
+	LeftOut []db.SkipEntry `json:"left_out,omitempty"`
 }
 
 func (s *Server) batchDetail(r *http.Request) (*BatchDetail, error) {
@@ -100,7 +104,13 @@ func (s *Server) batchDetail(r *http.Request) (*BatchDetail, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.Deliveries = append(d.Deliveries, DeliveryDetail{Delivery: del, AttemptLog: attempts, SharedWith: together})
+		dd := DeliveryDetail{Delivery: del, AttemptLog: attempts, SharedWith: together}
+		if len(together) > 1 {
+			if dd.LeftOut, err = db.SharedLeftOut(ctx, s.DB.Pool, id, 100); err != nil {
+				return nil, err
+			}
+		}
+		d.Deliveries = append(d.Deliveries, dd)
 	}
 	if d.Skips, err = db.ListSkips(ctx, s.DB.Pool, id, "", 100); err != nil {
 		return nil, err

@@ -66,3 +66,32 @@ func TestConsoleTypeFormKeepsSharedDelivery(t *testing.T) {
 		t.Fatalf("after the console saved it the type is %v, shared_delivery %v", got["name"], got["shared_delivery"])
 	}
 }
+
+// A shared email's batch page and API name the members of the type left
+// out of it and why: a member whose address bounced, with their batch.
+func TestBatchShowsMembersLeftOutOfItsSharedDelivery(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/task.failed", `{"name":"Failed tasks","shared_delivery":true}`, 200)
+	for _, id := range []string{"u_ann", "u_cat", "u_dan"} {
+		a.mustCall(t, "PUT", "/api/v1/recipients/"+id, `{"email":"`+id+`@example.com"}`, 200)
+	}
+	a.mustCall(t, "POST", "/api/v1/suppressions", `{"address": "u_dan@example.com", "reason": "hard_bounce"}`, 201)
+	res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"task.failed","actor":{"id":"ci"},"object":{"title":"nightly"},"recipients":["u_ann","u_bob","u_cat","u_dan"]}`, 202)
+	var ids []int64
+	for _, b := range res["batches"].([]any) {
+		ids = append(ids, int64(b.(map[string]any)["id"].(float64)))
+	}
+	a.workFlush(t, ids[0])
+	a.workFlush(t, ids[3])
+	d := a.mustCall(t, "GET", "/api/v1/batches/"+strconv.FormatInt(ids[1], 10), "", 200)
+	del := d["deliveries"].([]any)[0].(map[string]any)
+	left, _ := del["left_out"].([]any)
+	if len(left) != 1 || left[0].(map[string]any)["recipient"] != "u_dan" || left[0].(map[string]any)["reason"] != "bounced" {
+		t.Fatalf("left out of the shared email: %v, want u_dan (bounced)", del["left_out"])
+	}
+	_, doc := getDoc(t, operatorClient(t, a), a.srv.URL+"/admin/batches/"+strconv.FormatInt(ids[2], 10))
+	if txt := doc.Text(); !strings.Contains(txt, "u_dan (bounced, batch #"+strconv.FormatInt(ids[3], 10)+")") {
+		t.Fatal("the batch page does not name the member left out of its shared email")
+	}
+}

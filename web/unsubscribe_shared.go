@@ -102,10 +102,10 @@ func (s *Server) sharedUnsubscribeSend(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.SharedUnsubscribe(s.sharedUnsubscribeView(w, r, typ, true, address)))
 }
 
-// mailUnsubscribeLinks sends every active recipient with address the
-// link that stops typ for them, in their language.
+// mailUnsubscribeLinks sends every active recipient with address who
+// gets typ the link that stops it for them, in their language.
 func (s *Server) mailUnsubscribeLinks(ctx context.Context, typ *db.Type, address string) error {
-	recs, err := db.RecipientsByAddress(ctx, s.DB.Pool, address)
+	recs, err := db.RecipientsByAddress(ctx, s.DB.Pool, address, typ.Key)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ func TestSharedUnsubscribeMailsEachTheirOwnLink(t *testing.T) {
 	a.mustCall(t, "PUT", "/api/v1/types/task.failed", `{"name":"Failed tasks","shared_delivery":true,"texts":{"de":{"name":"Fehlgeschlagene Aufgaben"}}}`, 200)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_ann", `{"email":"ann@example.com","name":"Ann"}`, 200)
 	a.mustCall(t, "PUT", "/api/v1/recipients/u_bob", `{"email":"Bob@Example.com","name":"Bob","locale":"de"}`, 200)
+	a.mustCall(t, "POST", "/api/v1/events", `{"type":"task.failed","actor":{"id":"ci"},"object":{"title":"build"},
+		"recipients":[{"id":"u_bob"}]}`, 202)
 	link := a.web.Links.SharedUnsubscribeURL("task.failed", time.Now())
 	link = a.srv.URL + strings.TrimPrefix(link, "http://lull.test")
 	c := browserClient(t)
