@@ -183,6 +183,9 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Engine.MarkRead(r.Context(), r.PathValue("id"), b.IDs, b.Before)
+	if err == nil {
+		err = db.TouchSeen(r.Context(), s.DB.Pool, r.PathValue("id"), s.now())
+	}
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -204,6 +207,9 @@ func (s *Server) markSeen(w http.ResponseWriter, r *http.Request) {
 	err := s.DB.InTx(r.Context(), func(tx pgxTx) error {
 		var err error
 		if n, err = db.MarkSeen(r.Context(), tx, rid, b.IDs, s.now()); err != nil {
+			return err
+		}
+		if err := db.TouchSeen(r.Context(), tx, rid, s.now()); err != nil {
 			return err
 		}
 		return db.NotifyFeed(r.Context(), tx, []string{rid})

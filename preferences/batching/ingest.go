@@ -450,7 +450,10 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 			r.skips[i].EventID = &s.m.id
 		}
 		s.m.res.Suppressed += len(r.skips)
-		joins, skips = append(joins, r.joins...), append(skips, r.skips...)
+		for i := range r.slowed {
+			r.slowed[i].EventID = &s.m.id
+		}
+		joins, skips = append(joins, r.joins...), append(append(skips, r.skips...), r.slowed...)
 		for range r.joins {
 			owners = append(owners, s.m)
 		}
@@ -631,6 +634,9 @@ type router struct {
 	now           time.Time
 	joins         []db.BatchJoin
 	skips         []db.Skip
+	// slowed logs the notifications catchUp moved to the weekly digest:
+	// delayed, not suppressed.
+	slowed []db.Skip
 	// historic are the recipients whose route depends on their past.
 	historic []string
 }
@@ -663,6 +669,9 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 	}
 	r.historic = historic
 	if err := r.applyHistory(ctx, tx, historic, policies); err != nil {
+		return err
+	}
+	if err := r.catchUp(ctx, tx, policies); err != nil {
 		return err
 	}
 	for _, id := range ids {

@@ -1,0 +1,42 @@
+package batching
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
+)
+
+// catchUp slows the type's notifications for recipients not seen for the
+// type's catch-up period: whatever would go out sooner than weekly joins
+// the recipient's weekly digest instead, and the skip log says why. Their
+// next notification after they come back routes as usual again. Weekly
+// and monthly are slow enough already; a required type is never slowed.
+func (r *router) catchUp(ctx context.Context, tx pgx.Tx, policies map[string]preferences.Policy) error {
+	if r.typ.CatchUpDays == nil || r.typ.Required {
+		return nil
+	}
+	var ids []string
+	for id, p := range policies {
+		switch p.Mode {
+		case preferences.Immediate, preferences.Cooldown, preferences.Hourly, preferences.Daily:
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	cutoff := r.now.Add(-time.Duration(*r.typ.CatchUpDays) * 24 * time.Hour)
+	absent, err := db.AbsentSince(ctx, tx, ids, cutoff)
+	if err != nil {
+		return err
+	}
+	for id, since := range absent {
+		policies[id] = preferences.Policy{Mode: preferences.Weekly}
+		r.slowed = append(r.slowed, db.Skip{RecipientID: id, TypeKey: r.typ.Key, Reason: db.SlowedReason(since)})
+	}
+	return nil
+}
