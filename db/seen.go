@@ -8,14 +8,15 @@ import (
 
 // TouchSeen records that a recipient was active at at (opened the feed,
 // the settings page, or as the host says). An earlier time never moves it
-// back, and a recipient lull does not know is no error: the host's own
-// call may precede the recipient's first event.
+// back, a feed polled every few seconds writes once a minute at most, and
+// a recipient lull does not know is skipped, not an error: a feed read
+// for them changes nothing either.
 func TouchSeen(ctx context.Context, q Querier, recipientID string, at time.Time) error {
 	_, err := q.Exec(ctx, `
 		INSERT INTO recipient_seen (recipient_id, seen_at)
 		SELECT id, $2 FROM recipients WHERE id = $1
 		ON CONFLICT (recipient_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
-		WHERE recipient_seen.seen_at < EXCLUDED.seen_at`, recipientID, at)
+		WHERE recipient_seen.seen_at < EXCLUDED.seen_at - interval '1 minute'`, recipientID, at)
 	if err != nil {
 		return fmt.Errorf("record recipient %s seen: %w", recipientID, err)
 	}

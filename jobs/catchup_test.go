@@ -59,11 +59,22 @@ func TestCatchUpSlowsAnAbsentRecipientsDailyDigestToWeekly(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := b.clock.Now().Add(-10 * 24 * time.Hour)
-	if len(skips) != 1 || skips[0].Reason != db.SlowedReason(since) || skips[0].EventID == nil {
+	if len(skips) != 1 || skips[0].Reason != db.SlowedReason(since) || skips[0].EventID == nil || skips[0].BatchID == nil || *skips[0].BatchID != ann.ID {
 		t.Fatalf("ann's skip log %+v; want one %q", skips, db.SlowedReason(since))
 	}
 	if !strings.HasPrefix(skips[0].Reason, "slowed: recipient absent since 2026-11-13") {
 		t.Fatalf("reason %q", skips[0].Reason)
+	}
+
+	// A replay (the simulator) sees each recipient once: the slowed one
+	// was delayed, not suppressed.
+	var named []string
+	err = db.StreamSimulationEvents(context.Background(), b.db.Pool, time.Time{}, time.Now().Add(time.Hour), func(ev *db.SimulationEvent) error {
+		named = append(named, ev.Recipients...)
+		return nil
+	})
+	if err != nil || strings.Join(named, ",") != "ann,bob,cy" {
+		t.Fatalf("a replay names %v (%v), want ann, bob and cy once", named, err)
 	}
 
 	// At the daily digest time bob's email goes and ann's waits for her

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"net/url"
 	"testing"
 )
@@ -42,4 +43,39 @@ func TestRecipientSeen(t *testing.T) {
 		t.Fatalf("answer %v has no seen_at", got)
 	}
 	a.mustCall(t, "POST", "/api/v1/recipients/u_nobody/seen", "", 404)
+}
+
+// Listing the feed and opening the settings page from an email are
+// visits: a recipient absent past a type's catch_up gets the weekly
+// digest, and after either visit the daily one again.
+func TestCatchUpEndsWithAFeedOrSettingsVisit(t *testing.T) {
+	t.Parallel()
+	a, link := settingsSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/digesty", `{"name":"Digesty","default_mode":"daily","catch_up":"7d"}`, 200)
+	away := func() {
+		t.Helper()
+		if _, err := a.db.Pool.Exec(context.Background(), `
+			INSERT INTO recipient_seen VALUES ('u_bob', now() - interval '30 days')
+			ON CONFLICT (recipient_id) DO UPDATE SET seen_at = EXCLUDED.seen_at`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyOf := func() string {
+		t.Helper()
+		res := a.mustCall(t, "POST", "/api/v1/events", `{"type":"digesty","actor":{"id":"ann"},"object":{"title":"Q3"},"recipients":["u_bob"]}`, 202)
+		return res["batches"].([]any)[0].(map[string]any)["batch_key"].(string)
+	}
+	for name, visit := range map[string]func(){
+		"feed":     func() { a.mustCall(t, "GET", "/api/v1/recipients/u_bob/feed", "", 200) },
+		"settings": func() { getDoc(t, browserClient(t), link) },
+	} {
+		away()
+		if k := keyOf(); k != "digest:weekly" {
+			t.Fatalf("before the %s visit: %s, want the weekly digest", name, k)
+		}
+		visit()
+		if k := keyOf(); k != "digest:daily" {
+			t.Fatalf("after the %s visit: %s, want the daily digest", name, k)
+		}
+	}
 }

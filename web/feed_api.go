@@ -82,6 +82,10 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 		items, more = items[:end], true
 	}
 	counts, err := db.CountFeed(ctx, s.DB.Pool, rec.ID)
+	if err == nil {
+		// Listing the feed is a visit (catch-up); the badge count is not.
+		err = db.TouchSeen(ctx, s.DB.Pool, rec.ID, s.now())
+	}
 	if err != nil {
 		s.problem(w, r, err)
 		return

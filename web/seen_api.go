@@ -8,8 +8,8 @@ import (
 
 // recipientSeen records that the recipient is active now, for catch-up:
 // a host calls it when the person uses the product (signs in, opens a
-// page), as lull cannot see that itself. Opening the feed (feed/seen,
-// feed/read) and the settings page count already.
+// page), as lull cannot see that itself. Listing or opening the feed
+// (GET feed, feed/seen, feed/read) and the settings page count already.
 func (s *Server) recipientSeen(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := db.GetRecipient(r.Context(), s.DB.Bun, id); err != nil {

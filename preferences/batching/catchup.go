@@ -40,3 +40,27 @@ func (r *router) catchUp(ctx context.Context, tx pgx.Tx, policies map[string]pre
 	}
 	return nil
 }
+
+// slowedInto gives each slowed notification's skip log entry the weekly
+// digest it joined (owners[i] posted the event of joined[i]): it was
+// delayed, not suppressed, and a replay must not count its recipient
+// twice (db.StreamSimulationEvents reads skips without a batch as
+// suppressed).
+func slowedInto(slowed []db.Skip, joined []db.JoinedBatch, owners []*member) []db.Skip {
+	if len(slowed) == 0 {
+		return nil
+	}
+	type key struct {
+		event     int64
+		recipient string
+	}
+	batch := make(map[key]int64, len(joined))
+	for i, b := range joined {
+		batch[key{owners[i].id, b.RecipientID}] = b.ID
+	}
+	for i := range slowed {
+		id := batch[key{*slowed[i].EventID, slowed[i].RecipientID}]
+		slowed[i].BatchID = &id
+	}
+	return slowed
+}

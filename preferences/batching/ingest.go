@@ -429,7 +429,7 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 	}
 	var joins []db.BatchJoin
 	var owners []*member // owners[i] posted the event of joins[i]
-	var skips []db.Skip
+	var skips, slowed []db.Skip
 	named := map[string]bool{} // recipients of the shares before, in a set
 	var apart apartError
 	for _, s := range shares {
@@ -453,7 +453,7 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 		for i := range r.slowed {
 			r.slowed[i].EventID = &s.m.id
 		}
-		joins, skips = append(joins, r.joins...), append(append(skips, r.skips...), r.slowed...)
+		joins, skips, slowed = append(joins, r.joins...), append(skips, r.skips...), append(slowed, r.slowed...)
 		for range r.joins {
 			owners = append(owners, s.m)
 		}
@@ -466,6 +466,7 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 		return err
 	}
 	ns := in.notifications(joined, owners)
+	skips = append(skips, slowedInto(slowed, joined, owners)...)
 	// The writes that follow need no answer from each other: they go to
 	// the server together, one round trip instead of up to three.
 	var flushes []Flush
