@@ -2,7 +2,6 @@ package batching
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,16 +20,14 @@ func (r *router) catchUp(ctx context.Context, tx pgx.Tx, policies map[string]pre
 	}
 	var ids []string
 	for id, p := range policies {
-		switch p.Mode {
-		case preferences.Immediate, preferences.Cooldown, preferences.Hourly, preferences.Daily:
+		if preferences.SlowsDown(p.Mode) {
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	cutoff := r.now.Add(-time.Duration(*r.typ.CatchUpDays) * 24 * time.Hour)
-	absent, err := db.AbsentSince(ctx, tx, ids, cutoff)
+	absent, err := db.AbsentSince(ctx, tx, ids, preferences.AbsentCutoff(r.now, *r.typ.CatchUpDays))
 	if err != nil {
 		return err
 	}
