@@ -46,6 +46,9 @@ type Type struct {
 	// SharedDelivery sends recipients due at the same moment with
 	// identical content one email (jobs/shared.go).
 	SharedDelivery bool `bun:"shared_delivery" db:"shared_delivery"`
+	// CatchUpDays slows this type to a weekly digest for a recipient not
+	// seen for that many days (batching.catchUp); nil is off.
+	CatchUpDays *int `bun:"catch_up_days" db:"catch_up_days"`
 }
 
 // TypeTexts are a type's texts in one locale; an empty one falls back.
@@ -121,7 +124,7 @@ func GetType(ctx context.Context, q Querier, key string) (*Type, error) {
 
 const typeColumns = `key, name, description, category, required, default_mode, window_ms,
 	max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read,
-	view_url, texts, created_at, updated_at, unsubscribe, daily_budget, shared_delivery`
+	view_url, texts, created_at, updated_at, unsubscribe, daily_budget, shared_delivery, catch_up_days`
 
 func collectTypes(rows pgx.Rows, err error) ([]*Type, error) {
 	if err != nil {
@@ -145,8 +148,8 @@ func SaveType(ctx context.Context, q Querier, t *Type) error {
 	err := q.QueryRow(ctx, `
 		INSERT INTO notification_types (key, name, description, category, required, default_mode, window_ms,
 		    max_wait_ms, lead, max_items, display_limit, item_order, item_text, group_text, burst_limit, skip_read, updated_at, view_url, texts,
-		    unsubscribe, daily_budget, shared_delivery)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, coalesce(nullif($20, ''), 'type'), $21, $22)
+		    unsubscribe, daily_budget, shared_delivery, catch_up_days)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, coalesce(nullif($20, ''), 'type'), $21, $22, $23)
 		ON CONFLICT (key) DO UPDATE SET
 		    name = EXCLUDED.name, description = EXCLUDED.description, category = EXCLUDED.category,
 		    required = EXCLUDED.required, default_mode = EXCLUDED.default_mode,
@@ -154,11 +157,12 @@ func SaveType(ctx context.Context, q Querier, t *Type) error {
 		    max_items = EXCLUDED.max_items, display_limit = EXCLUDED.display_limit, item_order = EXCLUDED.item_order,
 		    item_text = EXCLUDED.item_text, group_text = EXCLUDED.group_text, burst_limit = EXCLUDED.burst_limit,
 		    skip_read = EXCLUDED.skip_read, updated_at = EXCLUDED.updated_at, view_url = EXCLUDED.view_url, texts = EXCLUDED.texts,
-		    unsubscribe = EXCLUDED.unsubscribe, daily_budget = EXCLUDED.daily_budget, shared_delivery = EXCLUDED.shared_delivery
+		    unsubscribe = EXCLUDED.unsubscribe, daily_budget = EXCLUDED.daily_budget, shared_delivery = EXCLUDED.shared_delivery,
+		    catch_up_days = EXCLUDED.catch_up_days
 		RETURNING created_at`,
 		t.Key, t.Name, t.Description, t.Category, t.Required, t.DefaultMode, t.WindowMS,
 		t.MaxWaitMS, t.Lead, t.MaxItems, t.DisplayLimit, t.ItemOrder, t.ItemText, t.GroupText, t.BurstLimit, t.SkipRead, t.UpdatedAt, t.ViewURL, textsOrEmpty(t.Texts),
-		t.Unsubscribe, t.DailyBudget, t.SharedDelivery).
+		t.Unsubscribe, t.DailyBudget, t.SharedDelivery, t.CatchUpDays).
 		Scan(&t.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("save type %s: %w", t.Key, err)

@@ -77,6 +77,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		t.Texts = old.Texts // a form without the language fields
 	}
 	t.Unsubscribe, t.SharedDelivery, t.DailyBudget = old.Unsubscribe, old.SharedDelivery, old.DailyBudget
+	t.CatchUpDays = old.CatchUpDays
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
 		return

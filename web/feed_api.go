@@ -82,6 +82,10 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 		items, more = items[:end], true
 	}
 	counts, err := db.CountFeed(ctx, s.DB.Pool, rec.ID)
+	if err == nil {
+		// Listing the feed is a visit (catch-up); the badge count is not.
+		err = db.TouchSeen(ctx, s.DB.Pool, rec.ID, s.now())
+	}
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -183,6 +187,9 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Engine.MarkRead(r.Context(), r.PathValue("id"), b.IDs, b.Before)
+	if err == nil {
+		err = db.TouchSeen(r.Context(), s.DB.Pool, r.PathValue("id"), s.now())
+	}
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -204,6 +211,9 @@ func (s *Server) markSeen(w http.ResponseWriter, r *http.Request) {
 	err := s.DB.InTx(r.Context(), func(tx pgxTx) error {
 		var err error
 		if n, err = db.MarkSeen(r.Context(), tx, rid, b.IDs, s.now()); err != nil {
+			return err
+		}
+		if err := db.TouchSeen(r.Context(), tx, rid, s.now()); err != nil {
 			return err
 		}
 		return db.NotifyFeed(r.Context(), tx, []string{rid})

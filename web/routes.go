@@ -57,6 +57,7 @@ func (s *Server) routes() *patternMux {
 	api("GET /api/v1/recipients/{id}/feed/stream", s.feedStream)
 	api("POST /api/v1/recipients/{id}/feed/read", s.markRead)
 	api("POST /api/v1/recipients/{id}/feed/seen", s.markSeen)
+	api("POST /api/v1/recipients/{id}/seen", s.recipientSeen)
 	api("GET /api/v1/types", s.listTypes)
 	api("GET /api/v1/types/{key}", s.getType)
 	api("PUT /api/v1/types/{key}", s.putType)

@@ -73,6 +73,10 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, prefs, err := s.loadPreferences(r.Context(), id)
+	if err == nil {
+		// Opening the page from an email counts as being here (catch-up).
+		err = db.TouchSeen(r.Context(), s.DB.Pool, id, s.now())
+	}
 	if err != nil {
 		s.pageError(w, r, err)
 		return

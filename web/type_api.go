@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -56,6 +57,9 @@ type TypeBody struct {
 	// SharedDelivery sends recipients due at the same moment with the
 	// same email one message, each an envelope recipient (README).
 	SharedDelivery bool `json:"shared_delivery"`
+	// CatchUp slows the type to a weekly digest for a recipient not seen
+	// for that long, "7d" (1d to 365d); absent or "" is off (README).
+	CatchUp string `json:"catch_up,omitempty"`
 }
 
 // LocaleTexts decodes each locale's texts on its own, so an unknown or
@@ -104,7 +108,7 @@ func typeBody(t *db.Type) TypeBody {
 		DefaultMode: t.DefaultMode, Window: preferences.FormatDuration(t.Window()), MaxWait: preferences.FormatDuration(t.MaxWait()),
 		Lead: t.Lead, MaxItems: t.MaxItems, DisplayLimit: t.DisplayLimit, ItemOrder: t.ItemOrder,
 		ItemText: t.ItemText, GroupText: t.GroupText, ViewURL: t.ViewURL, BurstLimit: &bl, SkipRead: &t.SkipRead, Texts: t.Texts,
-		Unsubscribe: t.Unsubscribe, Budget: t.DailyBudget, SharedDelivery: t.SharedDelivery,
+		Unsubscribe: t.Unsubscribe, Budget: t.DailyBudget, SharedDelivery: t.SharedDelivery, CatchUp: formatCatchUp(t.CatchUpDays),
 	}
 }
 
@@ -206,8 +210,42 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 		n := *b.Budget
 		t.DailyBudget = &n
 	}
+	if b.CatchUp != "" {
+		n, msg := parseCatchUp(b.CatchUp)
+		if msg == "" && t.Required {
+			msg = "cannot be set on a required type: required emails are never slowed"
+		}
+		if msg != "" {
+			add("catch_up", msg)
+		}
+		t.CatchUpDays = &n
+	}
 	t.Texts = localeTexts(b.Texts, add)
 	return t, errs
+}
+
+var catchUpPattern = regexp.MustCompile(`^([0-9]{1,3})d$`)
+
+// parseCatchUp reads a catch-up period, whole days such as "7d": absence
+// is measured in days, and a finer period would slow a recipient who
+// merely slept.
+func parseCatchUp(s string) (int, string) {
+	m := catchUpPattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Sprintf("%q is not a number of days such as \"7d\"", clip(s, 40))
+	}
+	n, _ := strconv.Atoi(m[1])
+	if n < 1 || n > 365 {
+		return 0, "must be from 1d to 365d"
+	}
+	return n, ""
+}
+
+func formatCatchUp(days *int) string {
+	if days == nil {
+		return ""
+	}
+	return strconv.Itoa(*days) + "d"
 }
 
 // maxLocales bounds a type's locale texts; real products speak a few

@@ -429,7 +429,7 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 	}
 	var joins []db.BatchJoin
 	var owners []*member // owners[i] posted the event of joins[i]
-	var skips []db.Skip
+	var skips, slowed []db.Skip
 	named := map[string]bool{} // recipients of the shares before, in a set
 	var apart apartError
 	for _, s := range shares {
@@ -450,7 +450,10 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 			r.skips[i].EventID = &s.m.id
 		}
 		s.m.res.Suppressed += len(r.skips)
-		joins, skips = append(joins, r.joins...), append(skips, r.skips...)
+		for i := range r.slowed {
+			r.slowed[i].EventID = &s.m.id
+		}
+		joins, skips, slowed = append(joins, r.joins...), append(skips, r.skips...), append(slowed, r.slowed...)
 		for range r.joins {
 			owners = append(owners, s.m)
 		}
@@ -463,6 +466,7 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 		return err
 	}
 	ns := in.notifications(joined, owners)
+	skips = append(skips, slowedInto(slowed, joined, owners)...)
 	// The writes that follow need no answer from each other: they go to
 	// the server together, one round trip instead of up to three.
 	var flushes []Flush
@@ -631,6 +635,9 @@ type router struct {
 	now           time.Time
 	joins         []db.BatchJoin
 	skips         []db.Skip
+	// slowed logs the notifications catchUp moved to the weekly digest:
+	// delayed, not suppressed.
+	slowed []db.Skip
 	// historic are the recipients whose route depends on their past.
 	historic []string
 }
@@ -663,6 +670,9 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 	}
 	r.historic = historic
 	if err := r.applyHistory(ctx, tx, historic, policies); err != nil {
+		return err
+	}
+	if err := r.catchUp(ctx, tx, policies); err != nil {
 		return err
 	}
 	for _, id := range ids {

@@ -50,6 +50,11 @@ func SimulationSettings(ctx context.Context, d *db.DB, from, to time.Time, uploa
 		t := &types[i]
 		s.Types[t.Key] = simulate.Type{Key: t.Key, Name: t.Name, Defaults: TypeDefaults(t), MaxItems: t.MaxItems,
 			DisplayLimit: t.DisplayLimit, BurstLimit: t.BurstLimit, Budget: t.DailyBudget}
+		if t.CatchUpDays != nil {
+			st := s.Types[t.Key]
+			st.CatchUpDays = *t.CatchUpDays
+			s.Types[t.Key] = st
+		}
 	}
 	var recs []db.SimulationRecipient
 	if upload != nil {
@@ -73,6 +78,9 @@ func SimulationSettings(ctx context.Context, d *db.DB, from, to time.Time, uploa
 		s.Recipients[r.ID] = rc
 	}
 	if err := simulationMutes(ctx, d, s); err != nil {
+		return nil, err
+	}
+	if err := simulationSeen(ctx, d, s); err != nil {
 		return nil, err
 	}
 	if upload != nil {
@@ -207,4 +215,18 @@ func SimulateUpload(s *simulate.Settings, policies []simulate.Policy, upload *si
 	rep := r.Report()
 	rep.Source = simulate.SourceUpload
 	return rep, nil
+}
+
+// simulationSeen gives the recipients their last visit, for catch-up.
+func simulationSeen(ctx context.Context, d *db.DB, s *simulate.Settings) error {
+	ids := make([]string, 0, len(s.Recipients))
+	for id := range s.Recipients {
+		ids = append(ids, id)
+	}
+	// Absent since before the end of time: every stored visit.
+	seen, err := db.AbsentSince(ctx, d.Pool, ids, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))
+	for id, at := range seen {
+		s.Recipients[id].SeenAt = at
+	}
+	return err
 }

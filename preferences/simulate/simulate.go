@@ -46,7 +46,9 @@ type Type struct {
 	BurstLimit int
 	// Budget is the daily email budget of recipients who set none; nil
 	// follows Settings.DefaultBudget.
-	Budget *int
+	Budget *int // CatchUpDays slows the type to a weekly digest for a recipient not
+	// seen for that many days; 0 is off.
+	CatchUpDays int
 }
 
 // DefaultType is what a type that is not registered gets, the same values
@@ -75,7 +77,10 @@ type Recipient struct {
 	Muted map[string]time.Time
 	// Budget is the recipient's own daily email budget; nil follows the
 	// type's and the installation's (preferences.DailyBudget).
-	Budget *int
+	Budget *int // SeenAt is the recipient's last visit as stored now; zero: never.
+	// A replay of events before it cannot know older visits and takes
+	// the recipient as present.
+	SeenAt time.Time
 }
 
 // mutes reports whether the recipient muted the conversation thread at
@@ -481,6 +486,7 @@ type runType struct {
 	displayLimit int
 	burstLimit   int
 	budget       *int
+	catchUpDays  int
 	// ignoreChoices replaces recipients' own choices with the type's.
 	ignoreChoices bool
 }
@@ -536,7 +542,7 @@ func newRun(r *Replay, p Policy) *run {
 
 // addType applies the policy's change, if any, to a newly seen type.
 func (rn *run) addType(t Type) {
-	rt := runType{key: t.Key, defaults: t.Defaults, maxItems: t.MaxItems, displayLimit: t.DisplayLimit, burstLimit: t.BurstLimit, budget: t.Budget}
+	rt := runType{key: t.Key, defaults: t.Defaults, maxItems: t.MaxItems, displayLimit: t.DisplayLimit, burstLimit: t.BurstLimit, budget: t.Budget, catchUpDays: t.CatchUpDays}
 	rn.typeBudgets = rn.typeBudgets || t.Budget != nil
 	if c, ok := rn.policy.Types[t.Key]; ok {
 		if c.Mode != "" {
@@ -626,6 +632,9 @@ func (rn *run) route(ev *blockEvent, blk *block, ri int32, rc *Recipient) {
 			h.RecentImmediate = st.recentImmediate(typ, now)
 		}
 		p = preferences.Route(p, t.burstLimit, h, nowT)
+	}
+	if !t.defaults.Required && preferences.SlowsDown(p.Mode) && preferences.Absent(rc.SeenAt, nowT, t.catchUpDays) {
+		p = preferences.Policy{Mode: preferences.Weekly} // as batching's catchUp
 	}
 	rn.tally.types[typ].batched++
 	sched := rn.schedule(rc)
