@@ -1,7 +1,11 @@
 package jobs_test
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
 )
@@ -24,5 +28,52 @@ func TestATypeNamedLikeTheHeldDigestIsStillCounted(t *testing.T) {
 	}
 	if held, _ := b.heldItems(t, "bob"); held != 2 {
 		t.Fatalf("%d notifications held, want 2", held)
+	}
+}
+
+// TestMarkReadDoesNotDeadlockWithAFold: a flush holding its batch folds
+// it into the held digest while the recipient marks their feed read.
+// Marking read locks the recipient's open batches; had it taken the held
+// digest first and then waited for the flush's batch, the fold (waiting
+// for the held digest) and it would wait on each other until PostgreSQL
+// killed one. It takes the held digest last, so both go through.
+func TestMarkReadDoesNotDeadlockWithAFold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.recipient(t, "bob", "UTC")
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "immediate"})
+	b.setBudget(t, "bob", 1)
+	b.post(t, "comment", "alice", "bob")
+	b.flushDue(t) // the email of the day
+	b.post(t, "comment", "alice", "bob")
+	b.flushDue(t) // held
+	b.post(t, "comment", "alice", "bob")
+	var due int64
+	if err := b.db.Pool.QueryRow(ctx, `SELECT id FROM batches WHERE recipient_id = 'bob' AND state = 'open' AND batch_key = 'comment'`).Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	flush := b.hold(t, `SELECT id FROM batches WHERE id = $1 FOR UPDATE`, due)
+	marked := make(chan error, 1)
+	go func() {
+		marked <- b.db.InTx(ctx, func(tx pgx.Tx) error {
+			_, _, err := db.MarkRead(ctx, tx, "bob", nil, b.clock.Now(), b.clock.Now())
+			return err
+		})
+	}()
+	// Wait until marking read waits for the flush's batch.
+	for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%ORDER BY batch_key%'`) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	now := b.clock.Now()
+	_, err := db.FoldIntoHeld(ctx, flush, b.batch(t, due), []string{"comment"}, "budget:held", now.Add(24*time.Hour), now.Add(24*time.Hour).Truncate(24*time.Hour), now)
+	if err == nil {
+		err = flush.Commit(ctx)
+	}
+	if err != nil {
+		t.Fatalf("the fold: %v", err)
+	}
+	if err := <-marked; err != nil {
+		t.Fatalf("marking read: %v", err)
 	}
 }
