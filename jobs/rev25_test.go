@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/jobs"
 )
 
 // TestATypeNamedLikeTheHeldDigestIsStillCounted: a type whose key is
@@ -75,5 +77,45 @@ func TestMarkReadDoesNotDeadlockWithAFold(t *testing.T) {
 	}
 	if err := <-marked; err != nil {
 		t.Fatalf("marking read: %v", err)
+	}
+}
+
+// TestHeldDigestInAFlushSetSendsWhatWasFoldedIntoIt: the held digest and
+// the daily digest are due at the same moment and their jobs meet in one
+// flush set, the held digest's first. The daily digest is over the budget
+// (the held digest is the day's one email) and folds into the held
+// digest, whose email must then carry it: before, the held digest was
+// composed from what it held before the fold, so the daily digest's
+// notification went into a batch marked sent without being in its email.
+func TestHeldDigestInAFlushSetSendsWhatWasFoldedIntoIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.recipient(t, "bob", "UTC")
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "immediate"})
+	b.saveType(t, db.Type{Key: "summary", DefaultMode: "daily"})
+	b.setBudget(t, "bob", 1)
+	b.clock.Set(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	b.post(t, "comment", "alice", "bob")
+	b.flushDue(t) // the email of the day
+	b.post(t, "comment", "alice", "bob")
+	b.flushDue(t) // held for tomorrow 08:00
+	b.post(t, "summary", "alice", "bob")
+	var held, daily int64
+	if err := b.db.Pool.QueryRow(ctx, `SELECT
+		(SELECT id FROM batches WHERE recipient_id = 'bob' AND batch_key = 'budget:held'),
+		(SELECT id FROM batches WHERE recipient_id = 'bob' AND batch_key = 'digest:daily')`).Scan(&held, &daily); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Set(time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC))
+	items := b.flush.PrepareSetItems(ctx, []*river.Job[jobs.FlushArgs]{flushJob(1, held), flushJob(2, daily)})
+	if got := b.batch(t, held); got.State != db.StateOpen && items[0] != got.ItemCount {
+		t.Fatalf("the held digest is %s with %d items, its email shows %d", got.State, got.ItemCount, items[0])
+	}
+	// Whatever went alone now sends everything.
+	b.flushDue(t)
+	if n := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id
+		WHERE n.recipient_id = 'bob' AND b.state IN ('sent', 'flushing')`); n != 3 {
+		t.Fatalf("%d of 3 notifications in a batch going out", n)
 	}
 }

@@ -27,7 +27,7 @@ type Budget struct {
 // "budget:held".
 func BudgetOf(fc *db.FlushContent, install int) Budget {
 	var b Budget
-	if fc.Batch.BatchKey == preferences.HeldKey && fc.Batch.TypeKey == nil {
+	if IsHeld(fc.Batch) {
 		return b
 	}
 	var typeBudgets []*int
@@ -46,6 +46,11 @@ func BudgetOf(fc *db.FlushContent, install int) Budget {
 	slices.Sort(b.Counted)
 	b.Limit = preferences.DailyBudget(b.Recipient.DailyBudget, typeBudgets, install)
 	return b
+}
+
+// IsHeld reports whether b is a recipient's held digest.
+func IsHeld(b *db.Batch) bool {
+	return b.BatchKey == preferences.HeldKey && b.TypeKey == nil
 }
 
 // Without returns fc with only the items of types not in held: what a
