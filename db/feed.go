@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lull-dev/lull/preferences"
 )
 
 // FeedItem is one notification in a recipient's in-app feed.
@@ -89,11 +91,13 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // look emptied and canceled it with the new, unread notification inside.
 // A batch opened after the locks holds only notifications that arrived
 // meanwhile; its count is left alone, and its flush skips any of them
-// read.
+// read. The held digest is locked last: a flush holds its own batch when
+// it folds that into the held digest, and taking the held digest first
+// here waited on such a flush while it waited on us.
 func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open'
-		ORDER BY batch_key COLLATE "C", id FOR UPDATE`, recipientID)
+		ORDER BY batch_key = $2, batch_key COLLATE "C", id FOR UPDATE`, recipientID, preferences.HeldKey)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
 	}

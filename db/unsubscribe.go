@@ -181,18 +181,33 @@ type MutedThread struct {
 	Until *time.Time
 }
 
-// maxMutedShown bounds the threads a settings page lists.
-const maxMutedShown = 200
+// MaxMutedShown bounds the threads a settings page lists, and MaxMutes
+// the conversations the preferences API lets one recipient have muted at
+// once, so that its answer can list every one of them.
+const (
+	MaxMutedShown = 200
+	MaxMutes      = 1000
+)
 
-// MutedThreads lists the threads a recipient stopped, newest first; a
-// mute past its end stops nothing and is not listed.
-func MutedThreads(ctx context.Context, q Querier, recipientID string) ([]MutedThread, error) {
+// MutedThreads lists up to limit threads a recipient stopped, newest
+// first; a mute past its end stops nothing and is not listed.
+func MutedThreads(ctx context.Context, q Querier, recipientID string, limit int) ([]MutedThread, error) {
 	rows, err := q.Query(ctx, `SELECT batch_key, created_at, until FROM muted_threads m WHERE recipient_id = $1
-		AND `+muteLive+` ORDER BY created_at DESC, batch_key LIMIT $2`, recipientID, maxMutedShown)
+		AND `+muteLive+` ORDER BY created_at DESC, batch_key LIMIT $2`, recipientID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("muted threads of %s: %w", recipientID, err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[MutedThread])
+}
+
+// LiveMuteCount counts the conversations a recipient has muted now.
+func LiveMuteCount(ctx context.Context, q Querier, recipientID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT count(*) FROM muted_threads m WHERE recipient_id = $1 AND `+muteLive, recipientID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("muted threads of %s: %w", recipientID, err)
+	}
+	return n, nil
 }
 
 // UndoUnsubscribe puts back what an unsubscribe changed. A type the

@@ -217,7 +217,10 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 		for i, c := range calls {
 			fc := cs[ids[i]]
 			delete(cs, ids[i])
-			if fc == nil {
+			if fc == nil || batching.IsHeld(fc.Batch) {
+				// A held digest goes alone: another batch of the set may
+				// fold into it after its content was read here, and alone
+				// it reads its content once this set has committed.
 				out[i].alone = true
 				continue
 			}

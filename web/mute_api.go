@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -61,10 +62,16 @@ func checkMutes(p Optional[mutePatches], types []db.Type, now time.Time) []Field
 	return errs
 }
 
-// applyMutes writes checked mute changes inside the preferences' write.
+// applyMutes writes checked mute changes inside the preferences' write,
+// and refuses them (rolling the write back) when they would leave more
+// than db.MaxMutes conversations muted: past that the answer, which
+// lists them all, would no longer.
 func applyMutes(ctx context.Context, tx pgx.Tx, id string, p Optional[mutePatches]) error {
 	if p.Null {
 		return db.UnmuteAll(ctx, tx, id)
+	}
+	if len(p.Value) == 0 {
+		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Value)) {
 		var err error
@@ -80,12 +87,16 @@ func applyMutes(ctx context.Context, tx pgx.Tx, id string, p Optional[mutePatche
 			return err
 		}
 	}
-	return nil
+	n, err := db.LiveMuteCount(ctx, tx, id)
+	if err == nil && n > db.MaxMutes {
+		err = Invalid(FieldError{"muted", fmt.Sprintf("would mute %d conversations; at most %d may be muted at once: turn some back on first", n, db.MaxMutes)})
+	}
+	return err
 }
 
 // mutedBody lists the conversations a recipient has muted now.
 func (s *Server) mutedBody(ctx context.Context, id string) (map[string]MuteBody, error) {
-	threads, err := db.MutedThreads(ctx, s.DB.Pool, id)
+	threads, err := db.MutedThreads(ctx, s.DB.Pool, id, db.MaxMutes)
 	if err != nil {
 		return nil, err
 	}

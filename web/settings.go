@@ -419,7 +419,7 @@ func (s *Server) settingsView(ctx context.Context, page views.Page, id, name str
 // threadOptions are the threads a recipient stopped, labelled with their
 // type's name and the event's batch key ("Comments · document:7").
 func (s *Server) threadOptions(ctx context.Context, id string, types []db.Type) ([]views.Option, error) {
-	threads, err := db.MutedThreads(ctx, s.DB.Pool, id)
+	threads, err := db.MutedThreads(ctx, s.DB.Pool, id, db.MaxMutedShown)
 	if err != nil {
 		return nil, err
 	}

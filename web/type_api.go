@@ -121,6 +121,11 @@ func TypeFromBody(key string, b TypeBody) (*db.Type, []FieldError) {
 	if !typeKeyPattern.MatchString(key) {
 		add("key", "must be 1-100 lowercase letters, digits, '.', '_', ':' or '-', such as comment.created")
 	}
+	if key == preferences.HeldKey {
+		// Its batches would share the held digest's key, and a fold
+		// would land in them.
+		add("key", "is the held digest's batch key, which no type may take")
+	}
 	t := &db.Type{Key: key, Name: b.Name, Description: b.Description, Category: b.Category, Required: b.Required,
 		Lead: b.Lead, MaxItems: b.MaxItems, DisplayLimit: b.DisplayLimit, ItemOrder: b.ItemOrder,
 		ItemText: b.ItemText, GroupText: b.GroupText, ViewURL: b.ViewURL, DefaultMode: b.DefaultMode, BurstLimit: 5, SkipRead: b.SkipRead == nil || *b.SkipRead}
