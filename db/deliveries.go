@@ -222,6 +222,7 @@ func DeliveryAttempts(ctx context.Context, q Querier, deliveryID int64) ([]Deliv
 }
 
 // SkipEntry is a skip log row as operators see it.
+// Its fields are in the order the skip log queries select them.
 type SkipEntry struct {
 	At          time.Time `json:"at"`
 	RecipientID string    `json:"recipient"`
@@ -242,16 +243,7 @@ func ListSkips(ctx context.Context, q Querier, batchID int64, recipientID string
 	if err != nil {
 		return nil, fmt.Errorf("skip log: %w", err)
 	}
-	defer rows.Close()
-	var out []SkipEntry
-	for rows.Next() {
-		var s SkipEntry
-		if err := rows.Scan(&s.At, &s.RecipientID, &s.TypeKey, &s.EventID, &s.BatchID, &s.Items, &s.Reason); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[SkipEntry])
 }
 
 // OutboxMessage is an email kept by the built-in outbox.

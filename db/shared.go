@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // SharedSiblings returns up to limit batches that may join a shared email
@@ -105,14 +107,5 @@ func SharedLeftOut(ctx context.Context, q Querier, id int64, limit int) ([]SkipE
 	if err != nil {
 		return nil, fmt.Errorf("left out of the shared email of batch %d: %w", id, err)
 	}
-	defer rows.Close()
-	var out []SkipEntry
-	for rows.Next() {
-		var s SkipEntry
-		if err := rows.Scan(&s.At, &s.RecipientID, &s.TypeKey, &s.EventID, &s.BatchID, &s.Items, &s.Reason); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[SkipEntry])
 }

@@ -168,17 +168,23 @@ func Render(in Input) (*Message, error) {
 	return m, err
 }
 
-// renderFit is Render, also saying whether the HTML part had to shrink to
-// fit maxHTML (RenderShared cannot reuse such a render).
-func renderFit(in Input) (*Message, bool, error) {
-	loc := in.Recipient.Location
+// zoneAndDate are the recipient's zone and the email's date, UTC and
+// now when the input leaves them out.
+func (in Input) zoneAndDate() (*time.Location, time.Time) {
+	loc, now := in.Recipient.Location, in.Date
 	if loc == nil {
 		loc = time.UTC
 	}
-	now := in.Date
 	if now.IsZero() {
 		now = time.Now()
 	}
+	return loc, now
+}
+
+// renderFit is Render, also saying whether the HTML part had to shrink to
+// fit maxHTML (RenderShared cannot reuse such a render).
+func renderFit(in Input) (*Message, bool, error) {
+	loc, now := in.zoneAndDate()
 	var cache textCache
 	v := view{
 		Product:        clip(oneLine(in.ProductName), maxBrandName),

@@ -45,14 +45,7 @@ func ContentKey(in Input) string {
 		// What the digest says of its start, not the instant: digests
 		// opened minutes apart read alike. Several groups read as a
 		// digest whatever the mode (view.compose).
-		zone := in.Recipient.Location
-		if zone == nil {
-			zone = time.UTC
-		}
-		now := in.Date
-		if now.IsZero() {
-			now = time.Now()
-		}
+		zone, now := in.zoneAndDate()
 		k.Since = since("", in.Since, now, zone, in.Locale)
 	}
 	h := sha256.New()
