@@ -116,3 +116,25 @@ func TestCatchUpEndsWhenTheRecipientComesBack(t *testing.T) {
 		t.Fatalf("back: %s, want the daily digest again", k)
 	}
 }
+
+// TestCatchUpKeepsWhatWaitedWhenTheRecipientComesBack: a notification
+// slowed while the recipient was away stays in their weekly digest after
+// they come back (the feed shows it already); it is neither lost nor sent
+// twice, and the next one goes out at the daily time without it.
+func TestCatchUpKeepsWhatWaitedWhenTheRecipientComesBack(t *testing.T) {
+	b := catchUpBundle(t)
+	weekly := batchOf(t, b.post(t, "comment.created", "dan", "ann"), "ann")
+	b.seen(t, "ann", 0)
+	daily := batchOf(t, b.post(t, "comment.created", "dan", "ann"), "ann")
+	b.clock.Set(daily.ClosesAt)
+	if n := b.flushDue(t); n != 1 {
+		t.Fatalf("flushed %d at the daily time, want ann's daily digest", n)
+	}
+	b.clock.Set(weekly.ClosesAt)
+	if n := b.flushDue(t); n != 1 {
+		t.Fatalf("flushed %d at the weekly time, want the digest that waited", n)
+	}
+	if got := len(b.outbox(t)); got != 2 {
+		t.Fatalf("%d emails, want the daily and the weekly one", got)
+	}
+}
