@@ -138,3 +138,31 @@ func TestCatchUpKeepsWhatWaitedWhenTheRecipientComesBack(t *testing.T) {
 		t.Fatalf("%d emails, want the daily and the weekly one", got)
 	}
 }
+
+// TestCatchUpSlowedThreadMutedLaterSendsNothing: a conversation muted
+// while its slowed notification waits in the weekly digest is still
+// honoured at that digest's flush; a second ingest of it opens nothing.
+func TestCatchUpSlowedThreadMutedLaterSendsNothing(t *testing.T) {
+	b := setup(t)
+	week := 7
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily", CatchUpDays: &week})
+	b.recipient(t, "bob", "Pacific/Chatham")
+	b.seen(t, "bob", 10)
+	weekly := b.postThread(t, "Alice", "doc:7").Batches[0]
+	if weekly.BatchKey != "digest:weekly" {
+		t.Fatalf("slowed to %s, want the weekly digest", weekly.BatchKey)
+	}
+	b.mute(t, "comment+doc:7", 0)
+	if res := b.postThread(t, "Bea", "doc:7"); len(res.Batches) != 0 || res.Suppressed != 1 {
+		t.Fatalf("a comment of the muted thread: %+v", res)
+	}
+	b.clock.Set(weekly.ClosesAt)
+	b.flushDue(t)
+	if got := len(b.outbox(t)); got != 0 {
+		t.Fatalf("%d emails for a muted conversation, want none", got)
+	}
+	skips, _ := db.ListSkips(context.Background(), b.db.Pool, 0, "bob", 10)
+	if len(skips) != 3 {
+		t.Fatalf("skip log %+v, want slowed, muted at ingest and muted at flush", skips)
+	}
+}
