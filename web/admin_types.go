@@ -77,7 +77,9 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 		t.Texts = old.Texts // a form without the language fields
 	}
 	t.Unsubscribe, t.SharedDelivery, t.DailyBudget = old.Unsubscribe, old.SharedDelivery, old.DailyBudget
-	t.CatchUpDays = old.CatchUpDays
+	if !t.Required {
+		t.CatchUpDays = old.CatchUpDays // a required type is never slowed
+	}
 	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
 		s.pageError(w, r, err)
 		return

@@ -79,3 +79,19 @@ func TestCatchUpEndsWithAFeedOrSettingsVisit(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpDroppedWhenTheConsoleMakesATypeRequired: the console's form
+// does not show catch_up but can tick "required"; the type then has no
+// catch_up (a required type is never slowed), so the API does not show
+// one (a client that PUT back what it read would be refused).
+func TestCatchUpDroppedWhenTheConsoleMakesATypeRequired(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"daily","catch_up":"7d"}`, 200)
+	postForm(t, operatorClient(t, a), a.srv.URL+"/admin/types/comment/edit", url.Values{"name": {"Comments"}, "default_mode": {"daily"},
+		"required": {"on"}, "max_items": {"0"}, "display_limit": {"10"}, "item_order": {"latest"}, "do": {"save"}})
+	got := a.mustCall(t, "GET", "/api/v1/types/comment", "", 200)
+	if got["required"] != true || got["catch_up"] != nil {
+		t.Fatalf("after the console made it required: required %v, catch_up %v", got["required"], got["catch_up"])
+	}
+}
