@@ -10,11 +10,13 @@ import (
 // the settings page, or as the host says). An earlier time never moves it
 // back, a feed polled every few seconds writes once a minute at most, and
 // a recipient lull does not know is skipped, not an error: a feed read
-// for them changes nothing either.
+// for them changes nothing either. The row is locked as it is read, so a
+// deletion committing meanwhile makes this write nothing rather than fail
+// the foreign key (it may run in a caller's transaction).
 func TouchSeen(ctx context.Context, q Querier, recipientID string, at time.Time) error {
 	_, err := q.Exec(ctx, `
 		INSERT INTO recipient_seen (recipient_id, seen_at)
-		SELECT id, $2 FROM recipients WHERE id = $1
+		SELECT id, $2 FROM recipients WHERE id = $1 FOR KEY SHARE
 		ON CONFLICT (recipient_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
 		WHERE recipient_seen.seen_at < EXCLUDED.seen_at - interval '1 minute'`, recipientID, at)
 	if err != nil {

@@ -95,3 +95,41 @@ func TestCatchUpDroppedWhenTheConsoleMakesATypeRequired(t *testing.T) {
 		t.Fatalf("after the console made it required: required %v, catch_up %v", got["required"], got["catch_up"])
 	}
 }
+
+// TestRecipientSeenRacingItsDeletionIsNotAnError: a visit recorded while
+// the recipient is being deleted finds them gone when it writes; that is
+// a recipient lull does not know, skipped, not a server error.
+func TestRecipientSeenRacingItsDeletionIsNotAnError(t *testing.T) {
+	t.Parallel()
+	a := setupAPI(t)
+	a.mustCall(t, "PUT", "/api/v1/recipients/u_ann", `{"email":"ann@example.com"}`, 200)
+	ctx := context.Background()
+	tx, err := a.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `DELETE FROM recipients WHERE id = 'u_ann'`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	go func() {
+		code, _ := a.call(t, "POST", "/api/v1/recipients/u_ann/seen", "")
+		done <- code
+	}()
+	// The deletion commits only once the visit waits for the row.
+	for waiting := 0; waiting == 0; {
+		select {
+		case code := <-done:
+			t.Fatalf("the visit finished (%d) while the recipient was locked", code)
+		default:
+		}
+		a.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code/100 == 5 {
+		t.Fatalf("a visit racing the recipient's deletion answered %d", code)
+	}
+}
