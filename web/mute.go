@@ -87,7 +87,7 @@ func (s *Server) muteConfirm(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	case !ok || err != nil || t.Required:
-		s.localMessage(w, r, http.StatusConflict, l.lang, "mute_required_heading", l.lang.T("mute_required", nil))
+		s.cannotMute(w, r, l.lang)
 		return
 	}
 	name, err := s.threadName(r, l.lang, l.thread)
@@ -104,6 +104,12 @@ func (s *Server) muteConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Mute(v))
+}
+
+// cannotMute answers a link to a conversation that cannot be muted: a
+// required type's, or one whose type is gone.
+func (s *Server) cannotMute(w http.ResponseWriter, r *http.Request, lang i18n.Locale) {
+	s.localMessage(w, r, http.StatusConflict, lang, "mute_required_heading", lang.T("mute_required", nil))
 }
 
 // muteThread mutes the link's conversation for the chosen time and says
@@ -130,7 +136,7 @@ func (s *Server) muteThread(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, db.ErrRequiredThread), errors.Is(err, db.ErrNotThread):
-		s.localMessage(w, r, http.StatusConflict, l.lang, "mute_required_heading", l.lang.T("mute_required", nil))
+		s.cannotMute(w, r, l.lang)
 		return
 	case err != nil:
 		s.pageError(w, r, err)

@@ -70,8 +70,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK) // a type made required since: nothing to stop
 		return
 	case errors.Is(err, db.ErrRequiredThread), errors.Is(err, db.ErrNotThread):
-		l := s.pageLocale(r, "") // the link failed before naming its recipient's locale
-		s.localMessage(w, r, http.StatusConflict, l, "mute_required_heading", l.T("mute_required", nil))
+		s.cannotMute(w, r, s.pageLocale(r, "")) // no recipient to take a locale from
 		return
 	case err != nil:
 		s.pageError(w, r, err)
