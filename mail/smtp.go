@@ -139,9 +139,10 @@ func (s *SMTP) Send(ctx context.Context, m *mailtemplates.Message) error {
 	}
 	err = transmit(c.c, from, rcpts, data)
 	if err != nil && reused && errors.Is(err, errStale) {
-		// The server closed the idle connection (the NOOP before the
-		// message failed). Nothing of this message was sent, so a fresh
-		// connection is safe and spares the caller a retry.
+		// The server closed the idle connection: MAIL, the first thing
+		// said for this message, went unanswered. Nothing of the message
+		// was sent, so a fresh connection is safe and spares the caller
+		// a retry.
 		s.logger.Debug("smtp: idle connection went stale, redialling", "server", s.endpoint.String(), "err", err)
 		s.hangUp(c)
 		if c, err = s.dial(ctx); err != nil {
@@ -157,16 +158,21 @@ func (s *SMTP) Send(ctx context.Context, m *mailtemplates.Message) error {
 	return nil
 }
 
-// errStale is the NOOP before a message failing: the connection is gone.
-var errStale = errors.New("connection check failed")
+// errStale is MAIL failing without an answer, or with 421 (the server
+// is closing the connection): the connection is gone, and nothing of the
+// message reached the server.
+var errStale = errors.New("connection closed by the server")
 
-// transmit is the conversation go-mail's SendWithSMTPClient has for one
-// message, step for step (NOOP, MAIL, RCPT, DATA, RSET), with the
-// message written already: a check that the connection lives and a new
-// deadline, the envelope, the data, and a reset for the next message.
-// A refused MAIL or RCPT is followed by RSET, as go-mail does.
+// transmit is one message's conversation: MAIL, RCPT, DATA, with the
+// message written already. It asks no NOOP before and no RSET after, as
+// go-mail's SendWithSMTPClient does, since each is a round trip per
+// message: a connection the server closed while it sat idle shows
+// itself just as well at MAIL (errStale), and a transaction ends with
+// the server's answer to the data (RFC 5321, 4.1.1.4), leaving the
+// connection ready for the next MAIL. A refused MAIL or RCPT is
+// followed by RSET, which ends the half-made transaction.
 func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
-	if !c.HasConnection() || c.Noop() != nil {
+	if !c.HasConnection() {
 		return &SendError{Temporary: true, Err: fmt.Errorf("%s: %w", gomail.ErrConnCheck, errStale)}
 	}
 	if err := c.UpdateDeadline(dialTimeout); err != nil {
@@ -174,7 +180,10 @@ func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
 	}
 	if err := c.Mail(from); err != nil {
 		_ = c.Reset()
-		return stepError(gomail.ErrSMTPMailFrom, err)
+		if se := stepError(gomail.ErrSMTPMailFrom, err); se.Code != 0 && se.Code != 421 {
+			return se
+		}
+		return &SendError{Temporary: true, Err: fmt.Errorf("%s: %w: %w", gomail.ErrSMTPMailFrom, errStale, err)}
 	}
 	for _, r := range rcpts {
 		if err := c.Rcpt(r); err != nil {
@@ -191,9 +200,6 @@ func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
 	}
 	if err := w.Close(); err != nil {
 		return stepError(gomail.ErrSMTPDataClose, err)
-	}
-	if err := c.Reset(); err != nil {
-		return stepError(gomail.ErrSMTPReset, err)
 	}
 	return nil
 }
@@ -217,9 +223,8 @@ func (s *SMTP) take(ctx context.Context) (*conn, bool, error) {
 	}
 	s.mu.Unlock()
 	if c != nil {
-		// go-mail checks the connection with NOOP before it extends the
-		// deadline set for the previous message, and that deadline may
-		// have passed while the connection sat idle.
+		// The deadline set for the previous message may have passed
+		// while the connection sat idle.
 		if err := c.c.UpdateDeadline(dialTimeout); err == nil {
 			return c, true, nil
 		}
