@@ -121,9 +121,12 @@ type Outcome struct {
 // RecordOutcomes writes attempts' outcomes with one statement per table,
 // whatever their number: the batches first, locked in id order (so two
 // sets never wait on each other in a circle, and in the order a flush
-// locks a batch before its delivery), then the attempts, then the
-// deliveries. A statement a row instead cost the database 0.46 ms a
-// digest in a flush wave. Each delivery must appear once.
+// locks a batch before its delivery), then the deliveries, then the
+// attempts: each attempt's foreign key check then finds its delivery
+// already locked by this transaction, where before the update it wrote
+// a row lock (a page write and a WAL record) for every attempt. A
+// statement a row instead cost the database 0.46 ms a digest in a flush
+// wave. Each delivery must appear once.
 func RecordOutcomes(ctx context.Context, q Querier, outs []Outcome) error {
 	outs = slices.SortedFunc(slices.Values(outs), func(a, b Outcome) int { return cmp.Compare(a.BatchID, b.BatchID) })
 	var batches, jobs []int64
@@ -152,11 +155,6 @@ func RecordOutcomes(ctx context.Context, q Querier, outs []Outcome) error {
 		}
 	}
 	if _, err := q.Exec(ctx, `
-		INSERT INTO delivery_attempts (delivery_id, at, ok, answer)
-		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::text[])`, deliveries, at, oks, answers); err != nil {
-		return fmt.Errorf("record outcomes: attempts: %w", err)
-	}
-	_, err := q.Exec(ctx, `
 		UPDATE deliveries d SET
 		    state = CASE WHEN v.state = '' THEN d.state ELSE v.state END,
 		    last_error = CASE WHEN v.ok THEN d.last_error ELSE v.answer END,
@@ -167,9 +165,14 @@ func RecordOutcomes(ctx context.Context, q Querier, outs []Outcome) error {
 		    sent_at = CASE WHEN v.state = 'sent' THEN coalesce(d.sent_at, v.at) ELSE d.sent_at END,
 		    failed_at = CASE WHEN v.state = 'failed' THEN v.at ELSE d.failed_at END
 		FROM unnest($1::bigint[], $2::bool[], $3::text[], $4::text[], $5::timestamptz[]) AS v(id, ok, answer, state, at)
-		WHERE d.id = v.id`, deliveries, oks, answers, dstates, at)
-	if err != nil {
+		WHERE d.id = v.id`, deliveries, oks, answers, dstates, at); err != nil {
 		return fmt.Errorf("record outcomes: deliveries: %w", err)
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO delivery_attempts (delivery_id, at, ok, answer)
+		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::text[])`, deliveries, at, oks, answers)
+	if err != nil {
+		return fmt.Errorf("record outcomes: attempts: %w", err)
 	}
 	return nil
 }
