@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -58,6 +59,7 @@ func NewClient(d *db.DB, cfg Config, flush *FlushWorker, logger *slog.Logger, in
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cmp.Or(cfg.FetchPollInterval, time.Second),
+		Middleware:           []rivertype.Middleware{&availableSoon{}},
 	}
 	// The sweep also reclaims stuck flushes, so it runs at least twice per
 	// RescueAfter.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lull-dev/lull/db"
 )
@@ -96,4 +97,30 @@ type PromoteWorker struct {
 // Work promotes the flush jobs due within promoteAhead.
 func (w *PromoteWorker) Work(ctx context.Context, job *river.Job[PromoteArgs]) error {
 	return promote(ctx, w.DB)
+}
+
+// insertAvailableAhead is how far ahead of its time a flush or wake job
+// is written "available" rather than "scheduled". River fetches an
+// available job only once its time has come, so this changes nothing
+// about when it runs; it spares the job the promotion's update, a new
+// version of its row and of every entry in river_job's five indexes
+// (two of them GIN), about a fifth of what River writes for a flush.
+// It covers the flush jobs a wake writes wakeAhead before their batches
+// close, the whole of a flush wave.
+const insertAvailableAhead = wakeAhead + 5*time.Second
+
+// availableSoon is River insert middleware applying insertAvailableAhead.
+type availableSoon struct {
+	river.JobInsertMiddlewareDefaults
+}
+
+func (*availableSoon) InsertMany(ctx context.Context, many []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	horizon := time.Now().Add(insertAvailableAhead)
+	for _, p := range many {
+		if p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil && p.ScheduledAt.Before(horizon) &&
+			(p.Kind == (FlushArgs{}).Kind() || p.Kind == (WakeArgs{}).Kind()) {
+			p.State = rivertype.JobStateAvailable
+		}
+	}
+	return doInner(ctx)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/jobs"
+	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 func TestPromoteMakesOnlyImminentFlushesAvailable(t *testing.T) {
@@ -92,3 +93,52 @@ func TestPromotersInSeveralProcessesRace(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestImminentFlushIsWrittenAvailableAndRunsOnTime: a flush due within
+// seconds goes into River "available", sparing the promotion's update,
+// and still runs no earlier than its batch closes; one due in an hour is
+// written "scheduled" as before.
+func TestImminentFlushIsWrittenAvailableAndRunsOnTime(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.Start(t)
+	b := running(t, srv, time.Second)
+	b.saveType(t, db.Type{Key: "soon", DefaultMode: "cooldown", WindowMS: 2000})
+	b.saveType(t, db.Type{Key: "later", DefaultMode: "cooldown", WindowMS: 3_600_000})
+	b.recipient(t, "bob", "UTC")
+	posted := time.Now()
+	soon := b.post(t, "soon", "alice", "bob").Batches[0]
+	later := b.post(t, "later", "alice", "bob").Batches[0].ID
+	var states = map[int64]string{}
+	rows, err := b.db.Pool.Query(context.Background(),
+		`SELECT (args->>'batch_id')::bigint, state FROM river_job WHERE kind = 'flush_batch'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		states[id] = s
+	}
+	if states[later] != "scheduled" {
+		t.Errorf("flush due in an hour written %q, want scheduled", states[later])
+	}
+	if s := states[soon.ID]; s != "available" && s != "running" && s != "completed" {
+		t.Errorf("flush due in two seconds written %q, want available", s)
+	}
+	msgs := srv.WaitFor(t, 1, 10*time.Second)
+	var sentAt *time.Time
+	waitFor(t, 10*time.Second, "the delivery to be recorded", func() bool {
+		err := b.db.Pool.QueryRow(context.Background(),
+			`SELECT sent_at FROM deliveries WHERE batch_id = $1`, soon.ID).Scan(&sentAt)
+		return err == nil && sentAt != nil
+	})
+	if sentAt.Before(soon.ClosesAt) {
+		t.Errorf("sent at %v, before its batch closed at %v (posted %v)", sentAt, soon.ClosesAt, posted)
+	}
+	if len(msgs) != 1 {
+		t.Errorf("%d emails, want the one due", len(msgs))
+	}
+}

@@ -329,7 +329,7 @@ func (b *bench) digestPeak(ctx context.Context) error {
 		// so none falls due during a later scenario.
 		if _, err := b.conn.Exec(ctx, `
 			WITH c AS (UPDATE batches SET state = 'canceled' WHERE state = 'open' AND recipient_id LIKE $1 || '%' RETURNING id)
-			DELETE FROM river_job WHERE kind = 'flush_batch' AND state = 'scheduled' AND (args->>'batch_id')::bigint IN (SELECT id FROM c)`, prefix); err != nil {
+			DELETE FROM river_job WHERE kind = 'flush_batch' AND state IN ('scheduled', 'available') AND (args->>'batch_id')::bigint IN (SELECT id FROM c)`, prefix); err != nil {
 			return err
 		}
 	}
