@@ -7,9 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lull-dev/lull/i18n"
 )
 
-var oddValues = []string{"", "plain", `a+b & c's "q" <x>`, "bob+tag@example.com", "مرحبا \u2068x\u2069",
+var oddValues = []string{"", "plain", `a+b & c's "q" <x>`, "bob+tag@example.com", "مرحبا \u2068x\u2069", "بريد@مثال.السعودية",
 	"https://app.example/s?q=a+b&c='x'(y)\"z\"<>{|}^`\\ %zz%41 ü#frag", "javascript:alert(1)", "JavaScript:x",
 	"HTTPS://EX.example/ok", "mailto:a@b.example", "//x.example/p", "/relative?x=1", "data:text/html,<b>"}
 
@@ -42,11 +44,20 @@ func TestLayoutEscapingReadsAsHTMLTemplateDid(t *testing.T) {
 // gives.
 func TestSharedCopiesOfOddValuesEqualRenderingAlone(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"cooldown", "daily"} {
+	for _, mode := range []string{"cooldown", "daily", "ar"} {
 		ins := make([]Input, len(oddValues))
 		for i, v := range oddValues {
 			in := mutable(input(mode, comments(), shares()))
+			if mode == "ar" {
+				// Arabic, where a Latin address is isolated and an
+				// Arabic one is not.
+				in = mutable(input("daily", comments(), shares()))
+				in.Locale = i18n.Resolve("ar", "", "")
+			}
 			in.Recipient.Email = fmt.Sprintf("r%d+%s@example.com", i, v)
+			if mode == "ar" {
+				in.Recipient.Email = v
+			}
 			in.SettingsURL, in.UnsubscribeURL = "https://lull.example/s?t="+v, v
 			for th := range in.ThreadMuteURLs {
 				in.ThreadMuteURLs[th] = v + "&mute=" + th
