@@ -76,3 +76,20 @@ func TestSharedCopiesOfOddValuesEqualRenderingAlone(t *testing.T) {
 		}
 	}
 }
+
+// The brand's colour is written unescaped into the <style> block, so one
+// that is not "#rrggbb" never reaches it.
+func TestHostileColourNeverReachesTheStyle(t *testing.T) {
+	t.Parallel()
+	for _, c := range []string{"#123456;}</style><script>alert(1)</script>", "red", "#12345g", "#+12345", "expression(alert(1))"} {
+		in := input("cooldown", comments())
+		in.Color = c
+		m, err := Render(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(m.HTML, "script") || strings.Contains(m.HTML, "expression") || !strings.Contains(m.HTML, "background-color: "+DefaultColor+" !important") {
+			t.Errorf("colour %q reached the HTML", c)
+		}
+	}
+}
