@@ -1,10 +1,13 @@
 package batching
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/i18n"
@@ -172,28 +175,149 @@ func templateItem(it db.Item, actor mailtemplates.Actor, keys []string, all bool
 // host application sent, often much more than an email shows, and
 // decoding it into maps was a tenth of a flush's CPU.
 func decodeData(raw json.RawMessage, keys []string, all bool) map[string]any {
+	if !all && len(keys) == 0 {
+		return nil
+	}
+	if !all {
+		if data, ok := pickFields(raw, keys); ok {
+			return data
+		}
+	}
 	var data map[string]any
-	if all {
-		json.Unmarshal(raw, &data)
-		return data
+	json.Unmarshal(raw, &data)
+	return data
+}
+
+// pickFields decodes the members of the JSON object raw named by keys
+// and steps over the others without decoding them. ok is false for
+// anything but an object whose structure it can follow, which the caller
+// then decodes whole. Data comes from a jsonb column, so it is valid
+// JSON; a member it decodes is checked by json.Unmarshal anyway.
+func pickFields(raw []byte, keys []string) (data map[string]any, ok bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return nil, false
 	}
-	if len(keys) == 0 {
-		return nil
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil, skipSpace(raw, i+1) == len(raw)
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return nil
-	}
-	for _, k := range keys {
-		var v any
-		if f, ok := fields[k]; ok && json.Unmarshal(f, &v) == nil {
+	for i < len(raw) && raw[i] == '"' {
+		end := stringEnd(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		name := raw[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			// As json.Unmarshal reads it: escapes decoded, bad bytes
+			// made U+FFFD.
+			var k string
+			if json.Unmarshal(raw[i:end], &k) != nil {
+				return nil, false
+			}
+			name = []byte(k)
+		}
+		key, picked := keyNamed(keys, name)
+		i = skipSpace(raw, end)
+		if i == len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		end = valueEnd(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		if picked {
+			var v any
+			if json.Unmarshal(raw[i:end], &v) != nil {
+				return nil, false
+			}
 			if data == nil {
 				data = make(map[string]any, len(keys))
 			}
-			data[k] = v
+			data[key] = v
+		}
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == '}' {
+			return data, skipSpace(raw, i+1) == len(raw)
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+// keyNamed is the key of keys spelled name.
+func keyNamed(keys []string, name []byte) (string, bool) {
+	for _, k := range keys {
+		if string(name) == k {
+			return k, true
 		}
 	}
-	return data
+	return "", false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the JSON string starting at b[i], -1
+// when it does not end.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd is the index just past the JSON value starting at b[i], -1
+// when it does not end: strings are stepped over whole, so a bracket in
+// one does not count.
+func valueEnd(b []byte, i int) int {
+	if i == len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				if j = stringEnd(b, j); j < 0 {
+					return -1
+				}
+				j--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 func isNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }

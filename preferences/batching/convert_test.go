@@ -3,6 +3,7 @@ package batching
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/lull-dev/lull/db"
@@ -79,4 +80,36 @@ func TestGroupDecodesOnlyTheDataItsTextsRead(t *testing.T) {
 func withGroup(in mailtemplates.Input, g mailtemplates.Group) mailtemplates.Input {
 	in.Groups = []mailtemplates.Group{g}
 	return in
+}
+
+// pickFields gives, for any JSON object, what decoding it whole gives
+// for the keys asked, and hands back what it cannot follow.
+func FuzzPickFieldsMatchesDecodingAll(f *testing.F) {
+	for _, s := range []string{`{}`, ` { "excerpt" : "a" , "b" : [1, {"c": "]}\"{"}], "n": -1.5e3 } `, `{"exc\u0065rpt": 1, "excerpt": 2}`,
+		`null`, `[]`, `"x"`, ``, `{"excerpt": {"x": [true, false, null]}}`, `{"a":1,}`, `{"excerpt":"\\"}`, `{"excerpt":"é\u00e9 \ud83d\ude00"}`} {
+		f.Add(s, "excerpt")
+	}
+	f.Fuzz(func(t *testing.T, raw, key string) {
+		var all map[string]any
+		if json.Unmarshal([]byte(raw), &all) != nil {
+			return // jsonb never holds it; pickFields may do anything but panic
+		}
+		keys := []string{key, "n"}
+		got, ok := pickFields([]byte(raw), keys)
+		if !ok {
+			return // decoded whole by the caller
+		}
+		want := map[string]any{}
+		for _, k := range keys {
+			if v, in := all[k]; in {
+				want[k] = v
+			}
+		}
+		if len(want) == 0 {
+			want = nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s, keys %q: got %v, want %v", raw, keys, got, want)
+		}
+	})
 }
