@@ -42,7 +42,8 @@ type Actor struct{ ID, Name string }
 type Object struct{ Type, ID, Title, URL string }
 
 // Item is one notification as the email shows it. Data is the event's
-// free-form data, read by {{data.KEY}} placeholders.
+// free-form data, read by {{data.KEY}} placeholders; a loader may fill
+// only the keys its type's texts read (DataKeys).
 type Item struct {
 	Actor      Actor
 	Object     Object

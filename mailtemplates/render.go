@@ -2,33 +2,17 @@ package mailtemplates
 
 import (
 	"bytes"
-	"embed"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"net/url"
 	"sort"
 	"strings"
-	texttemplate "text/template"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/lull-dev/lull/i18n"
 	"github.com/lull-dev/lull/internal/qp"
-)
-
-//go:embed templates/*.tmpl
-var templateFiles embed.FS
-
-// The layouts are parsed once, at start-up: they are part of the program,
-// so a broken one should stop the process at once, not fail every send.
-var (
-	htmlLayouts = htmltemplate.Must(htmltemplate.New("").ParseFS(templateFiles, "templates/*.html.tmpl"))
-	textLayouts = texttemplate.Must(texttemplate.New("").Funcs(texttemplate.FuncMap{
-		"wrap": wrap,
-		"rule": rule,
-	}).ParseFS(templateFiles, "templates/*.txt.tmpl"))
 )
 
 // ErrNothingToRender is returned for an Input without a single item: an
@@ -70,8 +54,8 @@ const (
 )
 
 // view is what the layouts render: every string is already expanded to
-// plain text, which html/template escapes and text/template writes as it
-// is. No field holds markup.
+// plain text, which the HTML layout escapes and the text part writes as
+// it is. No field holds markup.
 type view struct {
 	Layout    string
 	Title     string // <title>, the digest's h1, the single item's headline
@@ -201,7 +185,7 @@ func renderFit(in Input) (*Message, bool, error) {
 		v.UnsubscribeLabel = in.Locale.T("footer_unsubscribe_thread", nil)
 	}
 	if _, ok := luminance(v.Accent); !ok {
-		v.Accent = DefaultColor // html/template would refuse it anyway
+		v.Accent = DefaultColor // the layouts write it unescaped
 	}
 	total := 0
 	for _, g := range in.Groups {
@@ -235,11 +219,9 @@ func renderFit(in Input) (*Message, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("render batch %d html: %w", in.BatchID, err)
 	}
-	var txt bytes.Buffer
+	var txt strings.Builder
 	txt.Grow(2 << 10)
-	if err := textLayouts.ExecuteTemplate(&txt, "email", v); err != nil {
-		return nil, false, fmt.Errorf("render batch %d text: %w", in.BatchID, err)
-	}
+	renderText(&txt, &v)
 	return &Message{
 		From:           in.Sender(in.From),
 		To:             in.Recipient.Email,
@@ -338,7 +320,7 @@ func (v *view) fitHTML() (string, bool, error) {
 	html.Grow(8 << 10)
 	for shrunk := false; ; shrunk = true {
 		html.Reset()
-		if err := htmlLayouts.ExecuteTemplate(&html, "email", v); err != nil {
+		if err := renderHTML(&html, v); err != nil {
 			return "", false, err
 		}
 		size := encodedSize(html.Bytes())

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	htmltemplate "html/template"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,6 +263,12 @@ func join(ps []piece, vals []string) (string, int) {
 // would have shrunk it.
 func (t tokens) fill(m *Message, html, text []piece, in Input, threads []string, base int) (*Message, bool) {
 	email := oneLine(in.Recipient.Email)
+	if email != "" && isolated(in, email) != isolated(in, t.slot[0]) {
+		// The footer isolates an address written in the other direction
+		// than the email's language, and the token's Latin letters are
+		// not that address's: it is rendered alone.
+		return nil, false
+	}
 	raw := []string{email, in.SettingsURL, in.UnsubscribeURL, in.MuteURL}
 	for _, th := range threads {
 		raw = append(raw, in.ThreadMuteURLs[th])
@@ -288,25 +293,6 @@ func (t tokens) fill(m *Message, html, text []piece, in Input, threads []string,
 	return &c, true
 }
 
-// escapeText and escapeHref escape a value as the HTML layouts do where
-// the address and the links appear: in text, and in a link's href.
-var (
-	textEscaper = htmltemplate.Must(htmltemplate.New("").Parse(`<p>{{.}}</p>`))
-	hrefEscaper = htmltemplate.Must(htmltemplate.New("").Parse(`<a href="{{.}}">`))
-)
-
-func escapeText(s string) string {
-	var b strings.Builder
-	textEscaper.Execute(&b, s)
-	return strings.TrimSuffix(strings.TrimPrefix(b.String(), "<p>"), "</p>")
-}
-
-func escapeHref(s string) string {
-	var b strings.Builder
-	hrefEscaper.Execute(&b, s)
-	return strings.TrimSuffix(strings.TrimPrefix(b.String(), `<a href="`), `">`)
-}
-
 // PurposeSharedUnsubscribe signs the unsubscribe link of a shared email.
 const PurposeSharedUnsubscribe = "shared-unsubscribe"
 
@@ -319,3 +305,6 @@ func (l Links) SharedUnsubscribeURL(typeKey string, now time.Time) string {
 	exp := now.Add(orDefault(l.UnsubscribeTTL, 90*24*time.Hour)).Truncate(time.Second)
 	return l.url("/unsubscribe/shared", l.SignedToken(PurposeSharedUnsubscribe, "", typeKey, exp))
 }
+
+// isolated reports whether in's footer isolates address.
+func isolated(in Input, address string) bool { return in.Locale.Isolate(address) != address }

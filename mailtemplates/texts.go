@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/lull-dev/lull/i18n"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -514,4 +515,33 @@ func DefaultGroupText(typeName string) string {
 		return "1 new update|{{count}} new updates"
 	}
 	return name + ": 1 new|" + name + ": {{count}} new"
+}
+
+// DataKeys are the keys of an item's data that t's texts read
+// ({{data.KEY}}, {{data.KEY.SUBKEY}}), so a loader decodes those and
+// nothing else. all is true when a text does not parse: the loader then
+// decodes everything and the render reports the text.
+func DataKeys(t Type) (keys []string, all bool) {
+	item := t.ItemText
+	if strings.TrimSpace(item) == "" {
+		item = DefaultItemText()
+	}
+	for _, src := range []struct {
+		s     string
+		group bool
+	}{{item, false}, {t.GroupText, true}, {t.ViewURL, false}} {
+		if strings.TrimSpace(src.s) == "" {
+			continue
+		}
+		tx, err := parseText(src.s, src.group)
+		if err != nil {
+			return nil, true
+		}
+		for _, s := range append(tx.one, tx.many...) {
+			if s.field == fieldData && !slices.Contains(keys, s.data[0]) {
+				keys = append(keys, s.data[0])
+			}
+		}
+	}
+	return keys, false
 }
