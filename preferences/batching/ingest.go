@@ -279,6 +279,13 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	if len(ids) >= wakeFrom {
 		in.wake = &wakeSet{}
 	}
+	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
+	var next <-chan loaded
+	if len(chunks) > 1 && !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline }) {
+		var stop func()
+		next, stop = e.prefetch(ctx, chunks, call.typ.Key)
+		defer stop()
+	}
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request.
@@ -290,8 +297,16 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			return nil, m.unknownRecipient(unknown)
 		}
 	}
-	for start := 0; start < len(ids); start += fanOutChunk {
-		err := in.part(ctx, []share{{m, ids[start:min(start+fanOutChunk, len(ids))]}})
+	for _, chunk := range chunks {
+		var pre map[string]db.RecipientSettings
+		if next != nil {
+			l := <-next
+			if l.err != nil {
+				return nil, l.err
+			}
+			pre = l.settings
+		}
+		err := in.part(ctx, []share{{m, chunk}}, pre)
 		var unknown *unknownError
 		if errors.As(err, &unknown) {
 			return nil, m.err
@@ -422,8 +437,8 @@ func (e *unknownError) Error() string {
 // notifications, skips and flush jobs. Shares of a set may name the same
 // recipient (admit lets events of one type share recipients): their
 // notifications meet in JoinBatches, which writes each batch once.
-func (in *ingestion) part(ctx context.Context, shares []share) error {
-	settings, err := in.settings(ctx, shares)
+func (in *ingestion) part(ctx context.Context, shares []share, pre map[string]db.RecipientSettings) error {
+	settings, err := in.settings(ctx, shares, pre)
 	if err != nil {
 		return err
 	}
@@ -494,13 +509,16 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 }
 
 // settings loads the recipients of shares with their preference for their
-// event's type. When some are unknown it returns an *unknownError.
-func (in *ingestion) settings(ctx context.Context, shares []share) (map[string]db.RecipientSettings, error) {
-	var settings map[string]db.RecipientSettings
+// event's type, unless pre holds them already (read by prefetch). When
+// some are unknown it returns an *unknownError.
+func (in *ingestion) settings(ctx context.Context, shares []share, pre map[string]db.RecipientSettings) (map[string]db.RecipientSettings, error) {
+	settings := pre
 	var err error
-	if len(shares) == 1 {
+	switch {
+	case pre != nil:
+	case len(shares) == 1:
 		settings, err = db.LoadRecipientSettings(ctx, in.tx, shares[0].ids, shares[0].m.typ.Key)
-	} else {
+	default:
 		typeOf := map[string]string{}
 		for _, s := range shares {
 			for _, id := range s.ids {
