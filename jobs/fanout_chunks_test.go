@@ -28,8 +28,9 @@ func storedAudience(t *testing.T, b *testBundle, n int, typ string) *batching.Ev
 // TestFanOutOverSeveralChunks posts one event to more stored recipients
 // than one chunk holds, so their settings are read ahead on a second
 // connection while the chunk before is written. Each recipient
-// gets one notification in one batch, the ones who cannot be notified a
-// skip (in a later chunk too), and a replay of the event's key gives the
+// gets one notification in one batch, the ones who cannot be notified
+// (inactive, muted the type or the event's thread) a skip, in a later
+// chunk too, and a replay of the event's key gives the
 // first answer and writes nothing.
 func TestFanOutOverSeveralChunks(t *testing.T) {
 	t.Parallel()
@@ -37,8 +38,11 @@ func TestFanOutOverSeveralChunks(t *testing.T) {
 	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
 	const n = 20_500
 	ev := storedAudience(t, b, n, "post")
-	ev.Key = "post-1"
+	ev.Key, ev.BatchKey = "post-1", "thread-1"
 	if _, err := b.db.Pool.Exec(context.Background(), `UPDATE recipients SET active = false WHERE id IN ('c3', 'c19999')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Pool.Exec(context.Background(), `INSERT INTO muted_threads (recipient_id, batch_key) VALUES ('c12000', 'post+thread-1')`); err != nil {
 		t.Fatal(err)
 	}
 	b.setPref(t, "c15001", "post", "never", 0, 0)
@@ -46,27 +50,30 @@ func TestFanOutOverSeveralChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Notifications != n-3 || len(res.Batches) != n-3 || res.Suppressed != 3 {
-		t.Fatalf("%d notifications in %d batches, %d suppressed; want %d, %d, 3", res.Notifications, len(res.Batches), res.Suppressed, n-3, n-3)
+	if res.Notifications != n-4 || len(res.Batches) != n-4 || res.Suppressed != 4 {
+		t.Fatalf("%d notifications in %d batches, %d suppressed; want %d, %d, 4", res.Notifications, len(res.Batches), res.Suppressed, n-4, n-4)
 	}
-	if got := b.count(t, `SELECT count(DISTINCT recipient_id) FROM notifications WHERE event_id = $1 AND batch_id IS NOT NULL`, res.ID); got != n-3 {
-		t.Fatalf("%d recipients have a notification, want %d", got, n-3)
+	if got := b.count(t, `SELECT count(DISTINCT recipient_id) FROM notifications WHERE event_id = $1 AND batch_id IS NOT NULL`, res.ID); got != n-4 {
+		t.Fatalf("%d recipients have a notification, want %d", got, n-4)
 	}
-	if got := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id AND b.recipient_id = n.recipient_id WHERE n.event_id = $1`, res.ID); got != n-3 {
-		t.Fatalf("%d notifications in their recipient's batch, want %d", got, n-3)
+	if got := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id AND b.recipient_id = n.recipient_id WHERE n.event_id = $1`, res.ID); got != n-4 {
+		t.Fatalf("%d notifications in their recipient's batch, want %d", got, n-4)
 	}
-	if got := b.count(t, `SELECT count(*) FROM skips`); got != 3 {
-		t.Fatalf("%d skips logged, want 3", got)
+	if got := b.count(t, `SELECT count(*) FROM skips WHERE recipient_id = 'c12000' AND reason = $1`, db.SkipMutedThread); got != 1 {
+		t.Fatalf("the recipient who muted the thread has %d skips for it, want 1", got)
+	}
+	if got := b.count(t, `SELECT count(*) FROM skips`); got != 4 {
+		t.Fatalf("%d skips logged, want 4", got)
 	}
 	again, err := b.engine.Ingest(context.Background(), 1, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ID != res.ID || len(again.Batches) != len(res.Batches) || again.Batches[n-4].ID != res.Batches[n-4].ID {
+	if again.ID != res.ID || len(again.Batches) != len(res.Batches) || again.Batches[n-5].ID != res.Batches[n-5].ID {
 		t.Fatalf("a replay answered event %d with %d batches, want the first answer", again.ID, len(again.Batches))
 	}
-	if got := b.count(t, `SELECT count(*) FROM notifications`); got != n-3 {
-		t.Fatalf("%d notifications after a replay, want %d", got, n-3)
+	if got := b.count(t, `SELECT count(*) FROM notifications`); got != n-4 {
+		t.Fatalf("%d notifications after a replay, want %d", got, n-4)
 	}
 }
 

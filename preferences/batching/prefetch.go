@@ -9,12 +9,13 @@ import (
 
 // A fan-out's transaction runs on one server process, one statement at a
 // time, while the machine's other cores wait. Reading the recipients'
-// settings does not need the transaction when the event gives no
-// recipient inline (none was written by it), so a second connection reads
-// each chunk's settings while the transaction writes the chunk before.
-// The transaction reads committed data statement by statement anyway:
-// settings read a moment earlier on another connection are what its own
-// read could have seen.
+// settings and routing them (their mutes, history and visits) only read,
+// and need not see the transaction's writes when the event gives no
+// recipient inline (none was written by it) and each chunk names other
+// recipients. So a second connection reads and routes each chunk while
+// the transaction writes the chunk before. The transaction reads
+// committed data statement by statement anyway: what another connection
+// read a moment earlier is what its own read could have seen.
 
 // prefetchWait bounds how long a fan-out waits for the second connection
 // while it holds its transaction's: two fan-outs each holding one of the
@@ -22,16 +23,20 @@ import (
 // for each other. Past it the fan-out reads in its transaction.
 const prefetchWait = 50 * time.Millisecond
 
-// loaded is one chunk's settings, or why they could not be read.
+// loaded is one chunk's settings and route, or why they could not be
+// read. routed is nil when a recipient is unknown: the transaction then
+// refuses the event, naming it.
 type loaded struct {
 	settings map[string]db.RecipientSettings
+	routed   *router
 	err      error
 }
 
-// prefetch reads the settings of chunks, in order, on a connection of its
-// own, at most one chunk ahead of the caller. It returns nil when no
-// connection is free. stop ends it early; the caller calls it when done.
-func (e *Engine) prefetch(ctx context.Context, chunks [][]string, typeKey string) (next <-chan loaded, stop func()) {
+// prefetch reads the settings of chunks and routes them with a copy of
+// r, in order, on a connection of its own, at most one chunk ahead of the
+// caller. It returns nil when no connection is free. stop ends it early;
+// the caller calls it when done.
+func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) (next <-chan loaded, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	wait, cancelWait := context.WithTimeout(ctx, prefetchWait)
 	conn, err := e.DB.Pool.Acquire(wait)
@@ -46,16 +51,28 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, typeKey string
 		defer close(done)
 		defer conn.Release()
 		for _, ids := range chunks {
-			s, err := db.LoadRecipientSettings(ctx, conn, ids, typeKey)
+			l := load(ctx, conn, ids, r)
 			select {
-			case out <- loaded{s, err}:
+			case out <- l:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if l.err != nil {
 				return
 			}
 		}
 	}()
 	return out, func() { cancel(); <-done }
+}
+
+// load reads and routes one chunk.
+func load(ctx context.Context, q db.Querier, ids []string, r router) loaded {
+	s, err := db.LoadRecipientSettings(ctx, q, ids, r.typ.Key)
+	if err != nil || len(s) < len(ids) {
+		return loaded{settings: s, err: err}
+	}
+	if err := r.route(ctx, q, ids, s); err != nil {
+		return loaded{err: err}
+	}
+	return loaded{settings: s, routed: &r}
 }
