@@ -2,6 +2,7 @@ package batching
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -65,8 +66,15 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) (nex
 	return out, func() { cancel(); <-done }
 }
 
-// load reads and routes one chunk.
-func load(ctx context.Context, q db.Querier, ids []string, r router) loaded {
+// load reads and routes one chunk. It runs outside the request's
+// goroutine, where the server's recovery from a panic does not reach: a
+// panic fails the event instead of the process.
+func load(ctx context.Context, q db.Querier, ids []string, r router) (l loaded) {
+	defer func() {
+		if p := recover(); p != nil {
+			l = loaded{err: fmt.Errorf("route ahead: %v", p)}
+		}
+	}()
 	s, err := db.LoadRecipientSettings(ctx, q, ids, r.typ.Key)
 	if err != nil || len(s) < len(ids) {
 		return loaded{settings: s, err: err}
