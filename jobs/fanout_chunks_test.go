@@ -122,3 +122,28 @@ func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 		t.Fatalf("a refused fan-out stored %d rows", got)
 	}
 }
+
+// TestFanOutWithOneConnectionLeft: when the pool has no connection to
+// spare for reading ahead, a fan-out reads in its own transaction rather
+// than wait for one that the events holding them may never give back.
+func TestFanOutWithOneConnectionLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := storedAudience(t, b, 20_001, "post")
+	ctx := context.Background()
+	for range b.db.Pool.Config().MaxConns - 1 {
+		c, err := b.db.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+	}
+	res, err := b.engine.Ingest(ctx, 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notifications != 20_001 {
+		t.Fatalf("%d notifications, want 20001", res.Notifications)
+	}
+}
