@@ -3,8 +3,6 @@ package batching
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences"
 )
@@ -14,7 +12,7 @@ import (
 // the recipient's weekly digest instead, and the skip log says why. Their
 // next notification after they come back routes as usual again. Weekly
 // and monthly are slow enough already; a required type is never slowed.
-func (r *router) catchUp(ctx context.Context, tx pgx.Tx, policies map[string]preferences.Policy) error {
+func (r *router) catchUp(ctx context.Context, tx db.Querier, policies map[string]preferences.Policy) error {
 	if r.typ.CatchUpDays == nil || r.typ.Required {
 		return nil
 	}

@@ -279,6 +279,13 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	if len(ids) >= wakeFrom {
 		in.wake = &wakeSet{}
 	}
+	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
+	var next <-chan loaded
+	if len(chunks) > 1 && !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline }) {
+		var stop func()
+		next, stop = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
+		defer stop()
+	}
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request.
@@ -290,8 +297,16 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			return nil, m.unknownRecipient(unknown)
 		}
 	}
-	for start := 0; start < len(ids); start += fanOutChunk {
-		err := in.part(ctx, []share{{m, ids[start:min(start+fanOutChunk, len(ids))]}})
+	for _, chunk := range chunks {
+		var pre *loaded
+		if next != nil {
+			l := <-next
+			if l.err != nil {
+				return nil, l.err
+			}
+			pre = &l
+		}
+		err := in.part(ctx, []share{{m, chunk}}, pre)
 		var unknown *unknownError
 		if errors.As(err, &unknown) {
 			return nil, m.err
@@ -422,8 +437,12 @@ func (e *unknownError) Error() string {
 // notifications, skips and flush jobs. Shares of a set may name the same
 // recipient (admit lets events of one type share recipients): their
 // notifications meet in JoinBatches, which writes each batch once.
-func (in *ingestion) part(ctx context.Context, shares []share) error {
-	settings, err := in.settings(ctx, shares)
+func (in *ingestion) part(ctx context.Context, shares []share, pre *loaded) error {
+	var read map[string]db.RecipientSettings
+	if pre != nil {
+		read = pre.settings
+	}
+	settings, err := in.settings(ctx, shares, read)
 	if err != nil {
 		return err
 	}
@@ -434,7 +453,9 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 	var apart apartError
 	for _, s := range shares {
 		r := router{typ: s.m.typ, eventBatchKey: s.m.ev.BatchKey, now: in.now}
-		if err := r.route(ctx, in.tx, s.ids, settings); err != nil {
+		if pre != nil && pre.routed != nil {
+			r = *pre.routed
+		} else if err := r.route(ctx, in.tx, s.ids, settings); err != nil {
 			return err
 		}
 		if len(shares) > 1 {
@@ -494,13 +515,16 @@ func (in *ingestion) part(ctx context.Context, shares []share) error {
 }
 
 // settings loads the recipients of shares with their preference for their
-// event's type. When some are unknown it returns an *unknownError.
-func (in *ingestion) settings(ctx context.Context, shares []share) (map[string]db.RecipientSettings, error) {
-	var settings map[string]db.RecipientSettings
+// event's type, unless pre holds them already (read by prefetch). When
+// some are unknown it returns an *unknownError.
+func (in *ingestion) settings(ctx context.Context, shares []share, pre map[string]db.RecipientSettings) (map[string]db.RecipientSettings, error) {
+	settings := pre
 	var err error
-	if len(shares) == 1 {
+	switch {
+	case pre != nil:
+	case len(shares) == 1:
 		settings, err = db.LoadRecipientSettings(ctx, in.tx, shares[0].ids, shares[0].m.typ.Key)
-	} else {
+	default:
 		typeOf := map[string]string{}
 		for _, s := range shares {
 			for _, id := range s.ids {
@@ -642,7 +666,7 @@ type router struct {
 	historic []string
 }
 
-func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings map[string]db.RecipientSettings) error {
+func (r *router) route(ctx context.Context, tx db.Querier, ids []string, settings map[string]db.RecipientSettings) error {
 	defaults := TypeDefaults(r.typ)
 	policies := make(map[string]preferences.Policy, len(ids))
 	var historic []string
@@ -706,7 +730,7 @@ func (r *router) route(ctx context.Context, tx pgx.Tx, ids []string, settings ma
 // opens and extends no batch, and the skip log says why. A required
 // type's thread cannot be muted, and an event without a batch key names
 // no thread.
-func (r *router) skipMuted(ctx context.Context, tx pgx.Tx, policies map[string]preferences.Policy, historic *[]string) error {
+func (r *router) skipMuted(ctx context.Context, tx db.Querier, policies map[string]preferences.Policy, historic *[]string) error {
 	if r.eventBatchKey == "" || r.typ.Required || len(policies) == 0 {
 		return nil
 	}
@@ -736,7 +760,7 @@ func (r *router) skip(id, reason string) {
 // (the burst guard and the leading item, preferences.Route) to the
 // recipients that need it, reading that past from their batches in two
 // set-based queries.
-func (r *router) applyHistory(ctx context.Context, tx pgx.Tx, ids []string, policies map[string]preferences.Policy) error {
+func (r *router) applyHistory(ctx context.Context, tx db.Querier, ids []string, policies map[string]preferences.Policy) error {
 	if len(ids) == 0 {
 		return nil
 	}

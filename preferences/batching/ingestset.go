@@ -207,7 +207,7 @@ func (in *ingestion) writeSet(ctx context.Context) error {
 	for i, m := range in.members {
 		shares[i] = share{m, m.ids}
 	}
-	if err := in.part(ctx, shares); err != nil {
+	if err := in.part(ctx, shares, nil); err != nil {
 		return err
 	}
 	return in.finish(ctx)

@@ -1,0 +1,149 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences/batching"
+)
+
+// storedAudience creates n recipients c0 … c(n-1) and returns an event of
+// type typ to all of them as bare ids.
+func storedAudience(t *testing.T, b *testBundle, n int, typ string) *batching.Event {
+	t.Helper()
+	if _, err := b.db.Pool.Exec(context.Background(), `INSERT INTO recipients (id, email, name, timezone, active)
+		SELECT 'c' || i, 'c' || i || '@example.com', 'C', 'UTC', true FROM generate_series(0, $1 - 1) AS i`, n); err != nil {
+		t.Fatal(err)
+	}
+	ev := &batching.Event{Type: typ, Actor: batching.Actor{ID: "alice", Name: "Alice"}}
+	for i := range n {
+		ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "c" + itoa(int64(i))})
+	}
+	return ev
+}
+
+// TestFanOutOverSeveralChunks posts one event to more stored recipients
+// than one chunk holds, so their settings are read ahead on a second
+// connection while the chunk before is written. Each recipient
+// gets one notification in one batch, the ones who cannot be notified
+// (inactive, muted the type or the event's thread) a skip, in a later
+// chunk too, and a replay of the event's key gives the
+// first answer and writes nothing.
+func TestFanOutOverSeveralChunks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	const n = 20_500
+	ev := storedAudience(t, b, n, "post")
+	ev.Key, ev.BatchKey = "post-1", "thread-1"
+	if _, err := b.db.Pool.Exec(context.Background(), `UPDATE recipients SET active = false WHERE id IN ('c3', 'c19999')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Pool.Exec(context.Background(), `INSERT INTO muted_threads (recipient_id, batch_key) VALUES ('c12000', 'post+thread-1')`); err != nil {
+		t.Fatal(err)
+	}
+	b.setPref(t, "c15001", "post", "never", 0, 0)
+	res, err := b.engine.Ingest(context.Background(), 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notifications != n-4 || len(res.Batches) != n-4 || res.Suppressed != 4 {
+		t.Fatalf("%d notifications in %d batches, %d suppressed; want %d, %d, 4", res.Notifications, len(res.Batches), res.Suppressed, n-4, n-4)
+	}
+	if got := b.count(t, `SELECT count(DISTINCT recipient_id) FROM notifications WHERE event_id = $1 AND batch_id IS NOT NULL`, res.ID); got != n-4 {
+		t.Fatalf("%d recipients have a notification, want %d", got, n-4)
+	}
+	if got := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id AND b.recipient_id = n.recipient_id WHERE n.event_id = $1`, res.ID); got != n-4 {
+		t.Fatalf("%d notifications in their recipient's batch, want %d", got, n-4)
+	}
+	if got := b.count(t, `SELECT count(*) FROM skips WHERE recipient_id = 'c12000' AND reason = $1`, db.SkipMutedThread); got != 1 {
+		t.Fatalf("the recipient who muted the thread has %d skips for it, want 1", got)
+	}
+	if got := b.count(t, `SELECT count(*) FROM skips`); got != 4 {
+		t.Fatalf("%d skips logged, want 4", got)
+	}
+	again, err := b.engine.Ingest(context.Background(), 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != res.ID || len(again.Batches) != len(res.Batches) || again.Batches[n-5].ID != res.Batches[n-5].ID {
+		t.Fatalf("a replay answered event %d with %d batches, want the first answer", again.ID, len(again.Batches))
+	}
+	if got := b.count(t, `SELECT count(*) FROM notifications`); got != n-4 {
+		t.Fatalf("%d notifications after a replay, want %d", got, n-4)
+	}
+}
+
+// TestFanOutsRaceIntoTheSameBatches posts two events at once to the same
+// audience of several chunks: each recipient ends with one batch holding
+// both notifications, and neither event waits for the other forever.
+func TestFanOutsRaceIntoTheSameBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	const n = 20_001
+	first := storedAudience(t, b, n, "post")
+	second := &batching.Event{Type: "post", Actor: first.Actor, Recipients: append([]batching.RecipientRef(nil), first.Recipients...)}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, ev := range []*batching.Event{first, second} {
+		wg.Go(func() { _, errs[i] = b.engine.Ingest(context.Background(), 1, ev) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM batches WHERE item_count = 2`); got != n {
+		t.Fatalf("%d batches hold both notifications, want %d", got, n)
+	}
+	if got := b.count(t, `SELECT count(*) FROM batches`); got != n {
+		t.Fatalf("%d batches, want one per recipient (%d)", got, n)
+	}
+}
+
+// TestFanOutNamesAnUnknownRecipientInALaterChunk: a recipient missing in
+// the last chunk refuses the whole event, whose earlier chunks were read
+// ahead, and stores nothing.
+func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := storedAudience(t, b, 20_001, "post")
+	ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "nobody"})
+	_, err := b.engine.Ingest(context.Background(), 1, ev)
+	var v *batching.ValidationError
+	if !errors.As(err, &v) || v.Errors[0].Field != "recipients[20001]" {
+		t.Fatalf("got %v, want a validation error on recipients[20001]", err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM events`) + b.count(t, `SELECT count(*) FROM batches`); got != 0 {
+		t.Fatalf("a refused fan-out stored %d rows", got)
+	}
+}
+
+// TestFanOutWithOneConnectionLeft: when the pool has no connection to
+// spare for reading ahead, a fan-out reads in its own transaction rather
+// than wait for one that the events holding them may never give back.
+func TestFanOutWithOneConnectionLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := storedAudience(t, b, 20_001, "post")
+	ctx := context.Background()
+	for range b.db.Pool.Config().MaxConns - 1 {
+		c, err := b.db.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+	}
+	res, err := b.engine.Ingest(ctx, 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notifications != 20_001 {
+		t.Fatalf("%d notifications, want 20001", res.Notifications)
+	}
+}
