@@ -88,6 +88,9 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	json.NewEncoder(w).Encode(p)
 }
 
+// maxDetailBytes bounds a problem's detail that quotes the client.
+const maxDetailBytes = 300
+
 // pageError shows an error on a page, with the status problem gives it:
 // a missing row as "not found", an unreachable database as "try again",
 // an internal error as logged and not described.
@@ -122,7 +125,9 @@ func (s *Server) classify(r *http.Request, err error) *Problem {
 	case errors.Is(err, batching.ErrNotOpen):
 		return newProblem(http.StatusConflict, "not-open", "Batch is not open", err.Error())
 	case errors.Is(err, db.ErrNotFound):
-		return &Problem{Type: errNotFound.Type, Title: errNotFound.Title, Status: http.StatusNotFound, Detail: err.Error()}
+		// The detail names what was not found, as the client wrote it:
+		// clipped, so a path of a megabyte is not sent back whole.
+		return &Problem{Type: errNotFound.Type, Title: errNotFound.Title, Status: http.StatusNotFound, Detail: clip(err.Error(), maxDetailBytes)}
 	case db.IsUnavailable(err):
 		s.Logger.Warn("database unavailable", "path", r.URL.Path, "err", err)
 		return errUnavailable
