@@ -202,7 +202,9 @@ func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
 		return stepError(gomail.ErrWriteContent, err)
 	}
 	if err := w.Close(); err != nil {
-		return stepError(gomail.ErrSMTPDataClose, err)
+		se := stepError(gomail.ErrSMTPDataClose, err)
+		se.Unanswered = se.Code == 0
+		return se
 	}
 	return nil
 }
