@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -175,5 +176,52 @@ func TestSecondJobDoesNotFlagASendInFlight(t *testing.T) {
 	}
 	if got := len(b.outbox(t)); got != 1 {
 		t.Fatalf("%d emails after the retry, want 1", got)
+	}
+}
+
+// A relay that closes the connection after a message's final dot without
+// answering may have accepted it. At least once, the email is retried
+// and sent again, never counted sent on no answer; at most once, it is
+// not offered again but listed as possibly lost.
+func TestUnansweredMessage(t *testing.T) {
+	t.Parallel()
+	for _, atMostOnce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AtMostOnce%v", atMostOnce), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.flush.AtMostOnce = atMostOnce
+			srv := smtptest.Start(t)
+			s, err := mail.NewSMTP(mail.SMTPConfig{URL: srv.URL()}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			b.withSender(s)
+			srv.DropAfterData(1)
+			b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
+			b.recipient(t, "bob", "UTC")
+			ctx := context.Background()
+			id := b.post(t, "alert", "system", "bob").Batches[0].ID
+			if err := b.workAs(ctx, 7, id, 1); !mail.IsTemporary(err) {
+				t.Fatalf("first attempt: %v, want a temporary failure for River to retry", err)
+			}
+			if st := b.batch(t, id).State; !atMostOnce && st == db.StateSent {
+				t.Fatal("an unanswered message was counted sent")
+			}
+			if err := b.workAs(ctx, 7, id, 2); err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			d, err := db.GetDeliveryByBatch(ctx, b.db.Pool, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, lost := 2, false
+			if atMostOnce {
+				want, lost = 1, true
+			}
+			if n := srv.Received(); n != want || d.PossiblyLost != lost || b.batch(t, id).State != db.StateSent {
+				t.Errorf("%d copies arrived, possibly lost %v, batch %s; want %d, %v, sent", n, d.PossiblyLost, b.batch(t, id).State, want, lost)
+			}
+		})
 	}
 }

@@ -423,7 +423,7 @@ func (w *FlushWorker) send(ctx context.Context, job *river.Job[FlushArgs], plan 
 		return w.sendApart(ctx, job, plan, sendErr)
 	}
 	o := outcome{job: job, plan: plan, sendErr: sendErr, now: w.now()}
-	o.final = sendErr == nil || !mail.IsTemporary(sendErr) || job.Attempt >= job.MaxAttempts
+	o.final = w.final(job, sendErr)
 	w.Metrics.Delivered(sendErr, o.final, o.now.Sub(plan.closesAt))
 	err, ok := w.records.Do(ctx, o, w.recordSet)
 	if !ok || err != nil {
@@ -494,10 +494,22 @@ func (w *FlushWorker) dbOutcome(plan *sendPlan, o outcome) db.Outcome {
 		r.BatchState, r.Reason, r.Answer, r.State = db.StateFailed, o.sendErr.Error(), o.sendErr.Error(), db.StateFailed
 	default:
 		r.Answer = o.sendErr.Error()
-		if w.AtMostOnce {
+		if w.AtMostOnce && !mail.MayHaveArrived(o.sendErr) {
 			// Known not sent: back to flushing so the retry may send it.
 			r.BatchState, r.JobID, r.State = db.StateFlushing, o.job.ID, "sending"
 		}
 	}
 	return r
+}
+
+// final says whether a send's outcome is the last word on its email:
+// sent, refused for good, or out of tries. At most once, an email the
+// server may have accepted without answering is neither failed nor
+// offered again: it stays marked sent, and the job's rerun (or, after
+// its last try, the sweep) lists it as possibly lost.
+func (w *FlushWorker) final(job *river.Job[FlushArgs], err error) bool {
+	if err == nil || !mail.IsTemporary(err) {
+		return true
+	}
+	return job.Attempt >= job.MaxAttempts && !(w.AtMostOnce && mail.MayHaveArrived(err))
 }

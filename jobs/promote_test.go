@@ -141,4 +141,16 @@ func TestImminentFlushIsWrittenAvailableAndRunsOnTime(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Errorf("%d emails, want the one due", len(msgs))
 	}
+	// The flush snoozes when it runs before its batch closes, so the
+	// email's time alone would not show River running it early.
+	var snoozes int
+	var early bool
+	if err := b.db.Pool.QueryRow(context.Background(), `
+		SELECT coalesce((metadata->>'snoozes')::int, 0), attempted_at < scheduled_at FROM river_job
+		WHERE kind = 'flush_batch' AND (args->>'batch_id')::bigint = $1`, soon.ID).Scan(&snoozes, &early); err != nil {
+		t.Fatal(err)
+	}
+	if snoozes != 0 || early {
+		t.Errorf("the flush written available ran before its time (snoozed %d times, last run early %v)", snoozes, early)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lull-dev/lull/db"
-	"github.com/lull-dev/lull/mail"
 	"github.com/lull-dev/lull/mailtemplates"
 	"github.com/lull-dev/lull/metrics"
 	"github.com/lull-dev/lull/preferences"
@@ -297,7 +296,7 @@ func (w *FlushWorker) sendApart(ctx context.Context, job *river.Job[FlushArgs], 
 	for _, p := range all {
 		err := w.Sender.Send(ctx, p.own)
 		o := outcome{job: job, plan: &sendPlan{batchID: p.batchID, delivery: p.delivery}, sendErr: err, now: w.now()}
-		o.final = err == nil || !mail.IsTemporary(err) || job.Attempt >= job.MaxAttempts
+		o.final = w.final(job, err)
 		w.Metrics.Delivered(err, o.final, o.now.Sub(p.closesAt))
 		if err := w.DB.Pipeline(context.WithoutCancel(ctx), func(q db.Querier) error {
 			if err := db.Unshare(ctx, q, p.batchID, p.own.MessageID); err != nil {

@@ -26,6 +26,17 @@ type SendError struct {
 	Answer string
 	// Err is the underlying error.
 	Err error
+	// Unanswered says the server had the whole message, up to its final
+	// dot, and gave no answer: it may have accepted it, so a retry may
+	// send it twice.
+	Unanswered bool
+}
+
+// MayHaveArrived reports whether err left the message possibly accepted
+// (SendError.Unanswered), which at-most-once delivery must not retry.
+func MayHaveArrived(err error) bool {
+	var se *SendError
+	return errors.As(err, &se) && se.Unanswered
 }
 
 // Error returns the server's answer when there is one, since that is the

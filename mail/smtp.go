@@ -180,10 +180,13 @@ func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
 	}
 	if err := c.Mail(from); err != nil {
 		_ = c.Reset()
-		if se := stepError(gomail.ErrSMTPMailFrom, err); se.Code != 0 && se.Code != 421 {
-			return se
+		se := stepError(gomail.ErrSMTPMailFrom, err)
+		if se.Code == 0 || se.Code == 421 {
+			// Still the server's code and answer, for the operator and
+			// the metrics, should a new connection hear the same.
+			se.Err = fmt.Errorf("%s: %w: %w", gomail.ErrSMTPMailFrom, errStale, err)
 		}
-		return &SendError{Temporary: true, Err: fmt.Errorf("%s: %w: %w", gomail.ErrSMTPMailFrom, errStale, err)}
+		return se
 	}
 	for _, r := range rcpts {
 		if err := c.Rcpt(r); err != nil {
@@ -199,7 +202,9 @@ func transmit(c *smtp.Client, from string, rcpts []string, data []byte) error {
 		return stepError(gomail.ErrWriteContent, err)
 	}
 	if err := w.Close(); err != nil {
-		return stepError(gomail.ErrSMTPDataClose, err)
+		se := stepError(gomail.ErrSMTPDataClose, err)
+		se.Unanswered = se.Code == 0
+		return se
 	}
 	return nil
 }

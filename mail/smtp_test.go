@@ -546,3 +546,81 @@ func TestNewSMTPRejectsBadURLs(t *testing.T) {
 		}
 	}
 }
+
+// What a relay may answer to a message on a connection that carried one
+// already, now that nothing checks the connection before MAIL.
+func TestSMTPAnswersOnAReusedConnection(t *testing.T) {
+	t.Parallel()
+	// sentOne is a sender whose pooled connection carried one message.
+	sentOne := func(t *testing.T) (*smtptest.Server, *mail.SMTP) {
+		srv := smtptest.Start(t)
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
+		if err := s.Send(context.Background(), message("first")); err != nil {
+			t.Fatal(err)
+		}
+		srv.WaitFor(t, 1, wait)
+		return srv, s
+	}
+
+	t.Run("ClosingAtMailSendsOnANewConnection", func(t *testing.T) {
+		t.Parallel()
+		srv, s := sentOne(t)
+		srv.FailNextMail(421, "4.7.0 too many messages on this connection", 1, true)
+		if err := s.Send(context.Background(), message("second")); err != nil {
+			t.Fatalf("send after 421 to MAIL on a reused connection: %v", err)
+		}
+		if n, c := len(srv.WaitFor(t, 2, wait)), srv.Connections(); n != 2 || c != 2 {
+			t.Errorf("%d messages on %d connections, want 2 on 2", n, c)
+		}
+	})
+
+	t.Run("ClosingAtMailOnANewConnectionKeepsTheAnswer", func(t *testing.T) {
+		t.Parallel()
+		srv, s := sentOne(t)
+		// The reused connection and the new one both hear 421.
+		srv.FailNextMail(421, "4.7.0 too busy", 2, true)
+		err := s.Send(context.Background(), message("second"))
+		var se *mail.SendError
+		if !errors.As(err, &se) || !se.Temporary || se.Code != 421 || se.Answer != "421 4.7.0 too busy" {
+			t.Fatalf("421 to MAIL twice gave %#v, want a temporary SendError with the server's code and answer", err)
+		}
+		if m := srv.Mails(); m != 3 {
+			t.Errorf("%d MAIL commands, want 3 (first message, reused, redialled)", m)
+		}
+	})
+
+	t.Run("RefusedAtMailIsNotOfferedAgain", func(t *testing.T) {
+		t.Parallel()
+		srv, s := sentOne(t)
+		srv.FailNextMail(550, "5.7.1 sender refused", 1, false)
+		err := s.Send(context.Background(), message("second"))
+		var se *mail.SendError
+		if !errors.As(err, &se) || se.Temporary || se.Code != 550 || se.Answer != "550 5.7.1 sender refused" {
+			t.Fatalf("550 to MAIL gave %#v, want a permanent SendError with the answer", err)
+		}
+		if m, c := srv.Mails(), srv.Connections(); m != 2 || c != 1 {
+			t.Errorf("%d MAIL commands on %d connections, want 2 on 1: a refusal is not sent again", m, c)
+		}
+	})
+
+	t.Run("NoAnswerToTheDataIsTemporary", func(t *testing.T) {
+		t.Parallel()
+		srv, s := sentOne(t)
+		srv.DropAfterData(1)
+		err := s.Send(context.Background(), message("second"))
+		var se *mail.SendError
+		if !errors.As(err, &se) || !se.Temporary || se.Code != 0 {
+			t.Fatalf("a connection closed before the answer to the data gave %#v, want a temporary SendError", err)
+		}
+		if m := srv.Mails(); m != 2 {
+			t.Errorf("%d MAIL commands, want 2: a message that may have arrived is not resent by the sender", m)
+		}
+		// The connection is not trusted again; the next message goes.
+		if err := s.Send(context.Background(), message("third")); err != nil {
+			t.Fatal(err)
+		}
+		if c := srv.Connections(); c != 2 {
+			t.Errorf("%d connections, want 2", c)
+		}
+	})
+}

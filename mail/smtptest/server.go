@@ -77,6 +77,12 @@ type Server struct {
 	rcptCode    int
 	rcptMsg     string
 	rcptTimes   int
+	mailCode    int
+	mailMsg     string
+	mailTimes   int
+	mailClose   bool // close the connection after refusing MAIL
+	mails       int  // MAIL commands received
+	dropTimes   int  // messages taken without an answer to their data
 	connections int
 	open        map[*countingConn]struct{}
 	hold        chan struct{} // when set, DATA waits on it
@@ -263,6 +269,33 @@ func (s *Server) FailNextRcpt(code int, msg string, times int) {
 	s.rcptCode, s.rcptMsg, s.rcptTimes = code, msg, times
 }
 
+// FailNextMail makes the next times MAIL FROM commands be refused with
+// code and msg; with hangUp the server then closes the connection, as a
+// relay does with "421 too many messages on this connection".
+func (s *Server) FailNextMail(code int, msg string, times int, hangUp bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mailCode, s.mailMsg, s.mailTimes, s.mailClose = code, msg, times, hangUp
+}
+
+// Mails counts the MAIL FROM commands received, refused ones included, so
+// a test can see that a message was not offered twice.
+func (s *Server) Mails() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mails
+}
+
+// DropAfterData makes the next times messages be taken in full and kept,
+// and their connection closed before the server answers the final dot,
+// as a relay that crashed after queueing: the sender cannot know that
+// the message arrived.
+func (s *Server) DropAfterData(times int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropTimes = times
+}
+
 // RequireAuth makes the server demand AUTH PLAIN with user and pass.
 func (s *Server) RequireAuth(user, pass string) {
 	s.mu.Lock()
@@ -419,8 +452,25 @@ func (x *session) Mail(from string, _ *smtp.MailOptions) error {
 	if need && x.authed == "" {
 		return smtp.ErrAuthRequired
 	}
-	x.from = from
-	return nil
+	s := x.s
+	s.mu.Lock()
+	s.mails++
+	refuse, code, msg, hangUp := s.mailTimes > 0, s.mailCode, s.mailMsg, s.mailClose
+	if refuse {
+		s.mailTimes--
+	}
+	s.mu.Unlock()
+	if !refuse {
+		x.from = from
+		return nil
+	}
+	if hangUp {
+		// The answer goes straight to the socket, which then closes,
+		// so nothing follows it.
+		fmt.Fprintf(x.conn.Conn(), "%d %s\r\n", code, msg)
+		x.conn.Conn().Close()
+	}
+	return &smtp.SMTPError{Code: code, EnhancedCode: smtp.NoEnhancedCode, Message: msg}
 }
 
 func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
@@ -439,9 +489,21 @@ func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 func (x *session) Data(r io.Reader) error {
+	drop, err := x.take(r)
+	if drop {
+		// Closed once s.mu is released (Close counts under it), before
+		// go-smtp writes the answer.
+		x.conn.Conn().Close()
+	}
+	return err
+}
+
+// take reads and keeps a message, or refuses it; drop says to close the
+// connection without answering.
+func (x *session) take(r io.Reader) (drop bool, err error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return err
+		return false, err
 	}
 	s := x.s
 	s.mu.Lock()
@@ -460,7 +522,7 @@ func (x *session) Data(r io.Reader) error {
 		drop := s.dropHeld
 		s.mu.Unlock()
 		if drop {
-			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.NoEnhancedCode, Message: "connection lost"}
+			return false, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.NoEnhancedCode, Message: "connection lost"}
 		}
 	}
 	_, isTLS := x.conn.TLSConnectionState()
@@ -468,11 +530,11 @@ func (x *session) Data(r io.Reader) error {
 	defer s.mu.Unlock()
 	if s.failTimes > 0 {
 		s.failTimes--
-		return &smtp.SMTPError{Code: s.failCode, EnhancedCode: smtp.NoEnhancedCode, Message: s.failMsg}
+		return false, &smtp.SMTPError{Code: s.failCode, EnhancedCode: smtp.NoEnhancedCode, Message: s.failMsg}
 	}
 	msg, err := mail.ReadMessage(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("smtptest: unparseable message: %w", err)
+		return false, fmt.Errorf("smtptest: unparseable message: %w", err)
 	}
 	s.received++
 	if s.keep > 0 && len(s.msgs) >= s.keep {
@@ -483,5 +545,9 @@ func (x *session) Data(r io.Reader) error {
 	case s.arrived <- struct{}{}:
 	default:
 	}
-	return nil
+	if s.dropTimes > 0 {
+		s.dropTimes--
+		return true, nil
+	}
+	return false, nil
 }
