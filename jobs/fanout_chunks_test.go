@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences/batching"
 )
@@ -258,5 +260,65 @@ func TestFanOutEndsWhenTheClientGoesAway(t *testing.T) {
 	}
 	if got := b.count(t, `SELECT count(*) FROM events`); got != 0 {
 		t.Fatalf("%d events stored by requests that ended", got)
+	}
+}
+
+// TestFanOutWhileATableLockIsAwaited: a schema change waiting to lock the
+// batches table for itself waits for the fan-out's transaction, which
+// holds the table already. Reading ahead on another connection would wait
+// behind the schema change, and the transaction for the read: a cycle the
+// database cannot see. The fan-out reads in its transaction instead, which
+// it may do at once, and completes.
+func TestFanOutWhileATableLockIsAwaited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown", Lead: true})
+	ev := storedAudience(t, b, 20_001, "post")
+	now := b.clock.Now()
+	if _, err := b.db.Pool.Exec(context.Background(), `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		VALUES ('c0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1)`, now.Add(-time.Minute), now.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// The fan-out's first chunk waits for c0's batch, holding the table.
+	other := b.hold(t, `UPDATE batches SET item_count = item_count + 1 WHERE recipient_id = 'c0'`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.engine.Ingest(ctx, 1, ev)
+		done <- err
+	}()
+	waiting := func(n int) {
+		for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) < n {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waiting(1)
+	locked := make(chan error, 1)
+	go func() {
+		locked <- b.db.InTx(context.Background(), func(tx pgx.Tx) error {
+			_, err := tx.Exec(context.Background(), `LOCK TABLE batches IN ACCESS EXCLUSIVE MODE`)
+			return err
+		})
+	}()
+	waiting(2)
+	if err := other.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		cancel()
+		<-done
+		t.Fatal("the fan-out still waits a minute after the batch it waited for was free")
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM notifications`); got != 20_001 {
+		t.Fatalf("%d notifications, want 20001", got)
 	}
 }

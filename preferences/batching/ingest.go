@@ -307,6 +307,10 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			if pre, err = ahead.take(ctx); err != nil {
 				return nil, err
 			}
+			if pre == nil {
+				ahead.stop()
+				ahead, in.joined = nil, nil
+			}
 		}
 		err := in.part(ctx, []share{{m, chunk}}, pre)
 		var unknown *unknownError

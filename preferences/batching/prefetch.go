@@ -32,6 +32,14 @@ import (
 // for each other. Past it the fan-out reads in its transaction.
 const prefetchWait = 50 * time.Millisecond
 
+// aheadLockWait bounds how long a read ahead waits for a table lock. Its
+// reads wait for none but a schema change's (ALTER TABLE, LOCK TABLE),
+// which itself waits for the fan-out's transaction to end: the read
+// queues behind it, the transaction waits for the read, and the database
+// sees no deadlock. Past the bound the transaction reads for itself,
+// which it may do at once, as it holds the tables already.
+const aheadLockWait = 100 * time.Millisecond
+
 // loaded is one chunk's settings and route, or why they could not be
 // read. routed is nil when a recipient is unknown: the transaction then
 // refuses the event, naming it.
@@ -58,7 +66,13 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 	wait, cancelWait := context.WithTimeout(ctx, prefetchWait)
 	conn, err := e.DB.Pool.Acquire(wait)
 	cancelWait()
+	if err == nil {
+		_, err = conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", aheadLockWait.Milliseconds()))
+	}
 	if err != nil {
+		if conn != nil {
+			conn.Release()
+		}
 		cancel()
 		return nil
 	}
@@ -69,7 +83,13 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 		// Closed, next tells a transaction waiting for a chunk that the
 		// request ended: it must not wait forever.
 		defer close(ra.next)
-		defer conn.Release()
+		defer func() {
+			// A connection whose reset fails is closed, not pooled.
+			if _, err := conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); err != nil {
+				conn.Conn().Close(context.WithoutCancel(ctx))
+			}
+			conn.Release()
+		}()
 		for i, ids := range chunks {
 			if i > 0 {
 				select {
@@ -94,13 +114,17 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 }
 
 // take returns the next chunk's settings and route, or why there are
-// none: the request ended, or the read failed.
+// none: the request ended, or the read failed. It returns nil and no
+// error when the read waited too long for a table lock: the caller then
+// reads this chunk and the rest in its transaction.
 func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 	l, ok := <-ra.next
-	if !ok {
+	switch {
+	case !ok:
 		return nil, cmp.Or(ctx.Err(), errors.New("reading ahead stopped"))
-	}
-	if l.err != nil {
+	case db.IsLockTimeout(l.err):
+		return nil, nil
+	case l.err != nil:
 		return nil, l.err
 	}
 	return &l, nil
