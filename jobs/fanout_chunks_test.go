@@ -5,6 +5,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/preferences/batching"
@@ -145,5 +148,177 @@ func TestFanOutWithOneConnectionLeft(t *testing.T) {
 	}
 	if res.Notifications != 20_001 {
 		t.Fatalf("%d notifications, want 20001", res.Notifications)
+	}
+}
+
+// TestFanOutReadsAfterWaitingForAnotherEvent: a fan-out whose chunk waits
+// for another transaction's lock on a batch reads its next chunk after
+// that transaction ends, as a transaction reading for itself would: the
+// other transaction's open batch for a recipient of the next chunk is
+// joined, not missed (which would send a leading item at once).
+func TestFanOutReadsAfterWaitingForAnotherEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown", Lead: true})
+	ev := storedAudience(t, b, 20_000, "post")
+	now := b.clock.Now()
+	openBatch := `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		VALUES ($1, 'post', 'post', 'cooldown', $2, $2, $3, 300000, 1)`
+	if _, err := b.db.Pool.Exec(ctx, openBatch, "c0", now.Add(-time.Minute), now.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// The other transaction holds c0's batch (first chunk) and opens one
+	// for c9999 (last in byte order: the second chunk).
+	other := b.hold(t, `UPDATE batches SET item_count = item_count + 1 WHERE recipient_id = 'c0'`)
+	if _, err := other.Exec(ctx, openBatch, "c9999", now.Add(-time.Minute), now.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.engine.Ingest(ctx, 1, ev)
+		done <- err
+	}()
+	// Wait until the fan-out waits for c0's batch, then give a read ahead
+	// of the second chunk time to happen before the other commits.
+	waiting := `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`
+	readAhead := `SELECT EXISTS (SELECT 1 FROM pg_stat_activity w JOIN pg_stat_activity p ON p.datname = w.datname AND p.pid <> w.pid
+		WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'
+		  AND p.state = 'idle' AND p.query LIKE '%last_event_at%' AND p.query_start > w.query_start)`
+	for !b.exists(t, waiting) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 0; i < 200 && !b.exists(t, readAhead); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM batches WHERE recipient_id = 'c9999'`); got != 1 {
+		t.Fatalf("c9999 has %d batches, want 1: the other transaction's, which the fan-out joins", got)
+	}
+	if got := b.count(t, `SELECT item_count FROM batches WHERE recipient_id = 'c9999'`); got != 2 {
+		t.Fatalf("c9999's batch holds %d items, want 2", got)
+	}
+}
+
+func (b *testBundle) exists(t *testing.T, sql string) bool {
+	t.Helper()
+	var ok bool
+	if err := b.db.Pool.QueryRow(context.Background(), sql).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// TestFanOutEndsWhenTheClientGoesAway: a fan-out waiting for a chunk read
+// ahead ends with the request's context, however the read ahead notices
+// the end first, and gives its connections back.
+func TestFanOutEndsWhenTheClientGoesAway(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := storedAudience(t, b, 10_001, "post")
+	ev.BatchKey = "thread-1"
+	// Reading the thread's mutes waits for this lock, so the transaction
+	// waits for the first chunk read ahead.
+	lock := b.hold(t, `LOCK TABLE muted_threads IN ACCESS EXCLUSIVE MODE`)
+	waiting := `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`
+	for range 10 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			e := *ev
+			_, err := b.engine.Ingest(ctx, 1, &e)
+			done <- err
+		}()
+		for !b.exists(t, waiting) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("got %v, want the request's end", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the fan-out still waits a minute after its request ended")
+		}
+	}
+	if err := lock.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Connections whose query was cancelled are closed in the background.
+	for i := 0; b.db.Pool.Stat().AcquiredConns() != 0; i++ {
+		if i == 6000 {
+			t.Fatalf("%d connections still taken a minute after the requests ended", b.db.Pool.Stat().AcquiredConns())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := b.count(t, `SELECT count(*) FROM events`); got != 0 {
+		t.Fatalf("%d events stored by requests that ended", got)
+	}
+}
+
+// TestFanOutWhileATableLockIsAwaited: a schema change waiting to lock the
+// batches table for itself waits for the fan-out's transaction, which
+// holds the table already. Reading ahead on another connection would wait
+// behind the schema change, and the transaction for the read: a cycle the
+// database cannot see. The fan-out reads in its transaction instead, which
+// it may do at once, and completes.
+func TestFanOutWhileATableLockIsAwaited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown", Lead: true})
+	ev := storedAudience(t, b, 20_001, "post")
+	now := b.clock.Now()
+	if _, err := b.db.Pool.Exec(context.Background(), `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		VALUES ('c0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1)`, now.Add(-time.Minute), now.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// The fan-out's first chunk waits for c0's batch, holding the table.
+	other := b.hold(t, `UPDATE batches SET item_count = item_count + 1 WHERE recipient_id = 'c0'`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.engine.Ingest(ctx, 1, ev)
+		done <- err
+	}()
+	waiting := func(n int) {
+		for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) < n {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waiting(1)
+	locked := make(chan error, 1)
+	go func() {
+		locked <- b.db.InTx(context.Background(), func(tx pgx.Tx) error {
+			_, err := tx.Exec(context.Background(), `LOCK TABLE batches IN ACCESS EXCLUSIVE MODE`)
+			return err
+		})
+	}()
+	waiting(2)
+	if err := other.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		cancel()
+		<-done
+		t.Fatal("the fan-out still waits a minute after the batch it waited for was free")
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM notifications`); got != 20_001 {
+		t.Fatalf("%d notifications, want 20001", got)
 	}
 }

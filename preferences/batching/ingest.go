@@ -280,15 +280,10 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		in.wake = &wakeSet{}
 	}
 	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
-	var next <-chan loaded
-	if len(chunks) > 1 && !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline }) {
-		var stop func()
-		next, stop = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
-		defer stop()
-	}
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
-		// first in the request.
+		// first in the request. Reading ahead starts after this check, so
+		// it finds no recipient missing that the check found.
 		unknown, err := db.UnknownRecipients(ctx, tx, ids)
 		if err != nil {
 			return nil, err
@@ -297,14 +292,25 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			return nil, m.unknownRecipient(unknown)
 		}
 	}
+	var ahead *readAhead
+	if len(chunks) > 1 && !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline }) {
+		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
+	}
+	if ahead != nil {
+		defer ahead.stop()
+		in.joined = func() { ahead.joined <- struct{}{} }
+	}
 	for _, chunk := range chunks {
 		var pre *loaded
-		if next != nil {
-			l := <-next
-			if l.err != nil {
-				return nil, l.err
+		if ahead != nil {
+			var err error
+			if pre, err = ahead.take(ctx); err != nil {
+				return nil, err
 			}
-			pre = &l
+			if pre == nil {
+				ahead.stop()
+				ahead, in.joined = nil, nil
+			}
 		}
 		err := in.part(ctx, []share{{m, chunk}}, pre)
 		var unknown *unknownError
@@ -337,6 +343,9 @@ type ingestion struct {
 	// wake gathers the batches a fan-out opens, whose flush jobs wake
 	// jobs write later (see wake.go); nil for smaller events.
 	wake *wakeSet
+	// joined, when set, is told each time a part has joined its batches
+	// (see prefetch.go).
+	joined func()
 }
 
 // member is one event of an ingestion.
@@ -485,6 +494,9 @@ func (in *ingestion) part(ctx context.Context, shares []share, pre *loaded) erro
 	joined, err := db.JoinBatches(ctx, in.tx, joins, in.now)
 	if err != nil {
 		return err
+	}
+	if in.joined != nil {
+		in.joined()
 	}
 	ns := in.notifications(joined, owners)
 	skips = append(skips, slowedInto(slowed, joined, owners)...)

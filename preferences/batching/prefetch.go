@@ -1,7 +1,9 @@
 package batching
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,13 +18,27 @@ import (
 // recipients. So a second connection reads and routes each chunk while
 // the transaction writes the chunk before. The transaction reads
 // committed data statement by statement anyway: what another connection
-// read a moment earlier is what its own read could have seen.
+// read a moment earlier is what its own read could have seen, provided
+// the read starts after every lock the transaction waited for before it.
+// A chunk's read therefore starts once the chunk before has joined its
+// batches (where the transaction waits for other events writing to the
+// same batches): read while it waited, it would miss what the event it
+// waited for committed, such as an open batch for a recipient of the
+// next chunk, which the transaction reading for itself always sees.
 
 // prefetchWait bounds how long a fan-out waits for the second connection
 // while it holds its transaction's: two fan-outs each holding one of the
 // pool's last connections and waiting for another would otherwise wait
 // for each other. Past it the fan-out reads in its transaction.
 const prefetchWait = 50 * time.Millisecond
+
+// aheadLockWait bounds how long a read ahead waits for a table lock. Its
+// reads wait for none but a schema change's (ALTER TABLE, LOCK TABLE),
+// which itself waits for the fan-out's transaction to end: the read
+// queues behind it, the transaction waits for the read, and the database
+// sees no deadlock. Past the bound the transaction reads for itself,
+// which it may do at once, as it holds the tables already.
+const aheadLockWait = 100 * time.Millisecond
 
 // loaded is one chunk's settings and route, or why they could not be
 // read. routed is nil when a recipient is unknown: the transaction then
@@ -33,28 +49,58 @@ type loaded struct {
 	err      error
 }
 
-// prefetch reads the settings of chunks and routes them with a copy of
-// r, in order, on a connection of its own, at most one chunk ahead of the
-// caller. It returns nil when no connection is free. stop ends it early;
-// the caller calls it when done.
-func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) (next <-chan loaded, stop func()) {
+// readAhead reads and routes the chunks of a fan-out on a connection of
+// its own, one chunk ahead of the transaction.
+type readAhead struct {
+	next   chan loaded   // each chunk's settings and route, in order
+	joined chan struct{} // the transaction joined a chunk's batches
+	stop   func()
+}
+
+// prefetch starts reading chunks, in order, with a copy of r each. It
+// reads the first at once and each later one once joined says the chunk
+// before joined its batches. It returns nil when no connection is free.
+// The caller calls stop when done.
+func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *readAhead {
 	ctx, cancel := context.WithCancel(ctx)
 	wait, cancelWait := context.WithTimeout(ctx, prefetchWait)
 	conn, err := e.DB.Pool.Acquire(wait)
 	cancelWait()
-	if err != nil {
-		cancel()
-		return nil, func() {}
+	if err == nil {
+		_, err = conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", aheadLockWait.Milliseconds()))
 	}
-	out := make(chan loaded)
+	if err != nil {
+		if conn != nil {
+			conn.Release()
+		}
+		cancel()
+		return nil
+	}
+	ra := &readAhead{next: make(chan loaded), joined: make(chan struct{}, len(chunks))}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer conn.Release()
-		for _, ids := range chunks {
+		// Closed, next tells a transaction waiting for a chunk that the
+		// request ended: it must not wait forever.
+		defer close(ra.next)
+		defer func() {
+			// A connection whose reset fails is closed, not pooled.
+			if _, err := conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); err != nil {
+				conn.Conn().Close(context.WithoutCancel(ctx))
+			}
+			conn.Release()
+		}()
+		for i, ids := range chunks {
+			if i > 0 {
+				select {
+				case <-ra.joined:
+				case <-ctx.Done():
+					return
+				}
+			}
 			l := load(ctx, conn, ids, r)
 			select {
-			case out <- l:
+			case ra.next <- l:
 			case <-ctx.Done():
 				return
 			}
@@ -63,7 +109,25 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) (nex
 			}
 		}
 	}()
-	return out, func() { cancel(); <-done }
+	ra.stop = func() { cancel(); <-done }
+	return ra
+}
+
+// take returns the next chunk's settings and route, or why there are
+// none: the request ended, or the read failed. It returns nil and no
+// error when the read waited too long for a table lock: the caller then
+// reads this chunk and the rest in its transaction.
+func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
+	l, ok := <-ra.next
+	switch {
+	case !ok:
+		return nil, cmp.Or(ctx.Err(), errors.New("reading ahead stopped"))
+	case db.IsLockTimeout(l.err):
+		return nil, nil
+	case l.err != nil:
+		return nil, l.err
+	}
+	return &l, nil
 }
 
 // load reads and routes one chunk. It runs outside the request's
