@@ -37,35 +37,9 @@ func TestSimulatorAgreesWithEngineOnBudgets(t *testing.T) {
 		}
 	}
 	from := time.Date(2026, 10, 22, 0, 0, 0, 0, time.UTC)
-	switches := []time.Time{time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)}
-	events := recordedStream(99, from, 12, switches)
-	for _, ev := range events {
-		b.flushAtCloseTimes(t, ev.At)
-		in := &batching.Event{Type: ev.Type, BatchKey: ev.BatchKey, OccurredAt: &ev.At}
-		for _, r := range ev.Recipients {
-			in.Recipients = append(in.Recipients, batching.RecipientRef{ID: r})
-		}
-		if _, err := b.engine.Ingest(ctx, 1, in); err != nil {
-			t.Fatalf("ingest at %v: %v", ev.At, err)
-		}
-	}
-	b.flushAtCloseTimes(t, events[len(events)-1].At.Add(40*24*time.Hour))
-	engine := budgetEngineBatches(t, b.db)
-
-	settings, err := batching.SimulationSettings(ctx, b.db, time.Time{}, time.Time{}, &simulate.Upload{Events: events})
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings.DefaultBudget = 3
-	sim := simulated(t, settings, func(add func(simulate.Event) error) error {
-		for _, ev := range events {
-			if err := add(ev); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	compareBatches(t, engine, sim)
+	rp := replayBoth(t, b, from, func(s *simulate.Settings) { s.DefaultBudget = 3 })
+	engine, settings, events := rp.engine, rp.settings, rp.events
+	compareBatches(t, engine, rp.sim)
 	held := slices.ContainsFunc(engine, func(l string) bool { return strings.Contains(l, " budget:held daily ") })
 	folded := slices.ContainsFunc(engine, func(l string) bool { return strings.Contains(l, " items 0 sent false") })
 	if !held || !folded {
@@ -86,6 +60,55 @@ func TestSimulatorAgreesWithEngineOnBudgets(t *testing.T) {
 		t.Fatalf("current: %d emails, %d held (engine sent %d); with the installation's budget off: %d emails, %d held",
 			cur.Emails, cur.Held, countSent(engine), prop.Emails, prop.Held)
 	}
+}
+
+// replayBoth replays twelve days of a recorded stream from from, with two
+// time-zone switches, through the engine (each batch flushed at its own
+// close time) and through the simulator with the settings loaded from
+// the same database, adjusted by tweak when it is not nil; it returns
+// what each did, as budgetEngineBatches and simulated list it, with the
+// settings and events it used.
+func replayBoth(t *testing.T, b *engineBundle, from time.Time, tweak func(*simulate.Settings)) replayed {
+	t.Helper()
+	ctx := context.Background()
+	switches := []time.Time{time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)}
+	events := recordedStream(99, from, 12, switches)
+	for _, ev := range events {
+		b.flushAtCloseTimes(t, ev.At)
+		in := &batching.Event{Type: ev.Type, BatchKey: ev.BatchKey, OccurredAt: &ev.At}
+		for _, r := range ev.Recipients {
+			in.Recipients = append(in.Recipients, batching.RecipientRef{ID: r})
+		}
+		if _, err := b.engine.Ingest(ctx, 1, in); err != nil {
+			t.Fatalf("ingest at %v: %v", ev.At, err)
+		}
+	}
+	b.flushAtCloseTimes(t, events[len(events)-1].At.Add(40*24*time.Hour))
+	engine := budgetEngineBatches(t, b.db)
+
+	settings, err := batching.SimulationSettings(ctx, b.db, time.Time{}, time.Time{}, &simulate.Upload{Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tweak != nil {
+		tweak(settings)
+	}
+	sim := simulated(t, settings, func(add func(simulate.Event) error) error {
+		for _, ev := range events {
+			if err := add(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return replayed{engine: engine, sim: sim, settings: settings, events: events}
+}
+
+// replayed is what replayBoth returns.
+type replayed struct {
+	engine, sim []string
+	settings    *simulate.Settings
+	events      []simulate.Event
 }
 
 // flushAtCloseTimes flushes every batch due by until at its own close

@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lull-dev/lull/preferences/batching"
-	"github.com/lull-dev/lull/preferences/simulate"
 )
 
 // TestSimulatorAgreesWithEngineOnCatchUp: with catch-up on types of every
@@ -35,34 +32,9 @@ func TestSimulatorAgreesWithEngineOnCatchUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	switches := []time.Time{time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)}
-	events := recordedStream(99, from, 12, switches)
-	for _, ev := range events {
-		b.flushAtCloseTimes(t, ev.At)
-		in := &batching.Event{Type: ev.Type, BatchKey: ev.BatchKey, OccurredAt: &ev.At}
-		for _, r := range ev.Recipients {
-			in.Recipients = append(in.Recipients, batching.RecipientRef{ID: r})
-		}
-		if _, err := b.engine.Ingest(ctx, 1, in); err != nil {
-			t.Fatalf("ingest at %v: %v", ev.At, err)
-		}
-	}
-	b.flushAtCloseTimes(t, events[len(events)-1].At.Add(40*24*time.Hour))
-	engine := budgetEngineBatches(t, b.db)
-
-	settings, err := batching.SimulationSettings(ctx, b.db, time.Time{}, time.Time{}, &simulate.Upload{Events: events})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := simulated(t, settings, func(add func(simulate.Event) error) error {
-		for _, ev := range events {
-			if err := add(ev); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	compareBatches(t, engine, sim)
+	rp := replayBoth(t, b, from, nil)
+	engine := rp.engine
+	compareBatches(t, engine, rp.sim)
 	if !slices.ContainsFunc(engine, func(l string) bool { return strings.HasPrefix(l, "ana digest:weekly") }) {
 		t.Fatalf("the engine slowed nothing for ana:\n%s", strings.Join(engine[:min(20, len(engine))], "\n"))
 	}
