@@ -23,7 +23,7 @@ type lullProcess struct {
 
 const benchKey = "lull_bench_key"
 
-func startLull(ctx context.Context, dbURL, smtpURL string, workers int) (*lullProcess, error) {
+func startLull(ctx context.Context, dbURL, smtpURL string, workers, conns int) (*lullProcess, error) {
 	// A folder of its own: another checkout benchmarking on the same
 	// machine must not replace the binary between its build and its start.
 	dir, err := os.MkdirTemp("", "lull-bench-")
@@ -37,7 +37,7 @@ func startLull(ctx context.Context, dbURL, smtpURL string, workers int) (*lullPr
 	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LULL_SMTP_URL="+smtpURL, "LULL_API_KEY="+benchKey,
-		"LULL_ADDR=127.0.0.1:0", fmt.Sprint("LULL_WORKERS=", workers), fmt.Sprint("LULL_SMTP_CONNECTIONS=", workers), "LULL_MAIL_FROM=bench@lull.localhost")
+		"LULL_ADDR=127.0.0.1:0", fmt.Sprint("LULL_WORKERS=", workers), fmt.Sprint("LULL_SMTP_CONNECTIONS=", conns), "LULL_MAIL_FROM=bench@lull.localhost")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db/localpg"
-	"github.com/lull-dev/lull/mail/smtptest"
 )
 
 // bench holds what every scenario shares.
@@ -30,7 +29,7 @@ type bench struct {
 	server string // maintenance database URL
 	dbURL  string // the benchmark database
 	lull   *lullProcess
-	smtp   *smtptest.Server
+	smtp   *sink
 	conn   *pgx.Conn
 	report *report
 	pgBin  string
@@ -41,16 +40,17 @@ type bench struct {
 func main() {
 	quick := flag.Bool("quick", false, "short runs (about two minutes in all)")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
-	workers := flag.Int("workers", 100, "LULL_WORKERS for lull, with as many SMTP connections")
+	workers := flag.Int("workers", 200, "LULL_WORKERS for lull")
+	conns := flag.Int("smtp-connections", 100, "LULL_SMTP_CONNECTIONS for lull")
 	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, render once, inline, overlap, shared flood, retraction, digest peak, growth), and print them")
 	flag.Parse()
-	if err := run(context.Background(), *quick, *workers, *only, *out); err != nil {
+	if err := run(context.Background(), *quick, *workers, *conns, *only, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lullbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, quick bool, workers int, only, out string) error {
+func run(ctx context.Context, quick bool, workers, conns int, only, out string) error {
 	cwd, _ := os.Getwd()
 	// A durable cluster (fsync on), so the figures and the pgbench
 	// reference are what a real server gives.
@@ -58,17 +58,17 @@ func run(ctx context.Context, quick bool, workers int, only, out string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{quick: quick, server: cluster.URL("postgres"), dbURL: cluster.URL("lull_bench"), report: newReport(quick, workers),
+	b := &bench{quick: quick, server: cluster.URL("postgres"), dbURL: cluster.URL("lull_bench"), report: newReport(quick, workers, conns),
 		postmaster: postmasterPID(cluster.Dir)}
 	b.pgBin = filepath.Dir(findPgbench())
 	if err := b.freshDatabase(ctx); err != nil {
 		return err
 	}
-	if b.smtp, err = smtptest.Listen("127.0.0.1:0"); err != nil {
+	if b.smtp, err = listenSink(); err != nil {
 		return err
 	}
 	defer b.smtp.Close()
-	if b.lull, err = startLull(ctx, b.dbURL, b.smtp.URL(), workers); err != nil {
+	if b.lull, err = startLull(ctx, b.dbURL, b.smtp.URL(), workers, conns); err != nil {
 		return err
 	}
 	defer b.lull.stop()

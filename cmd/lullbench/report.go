@@ -18,13 +18,14 @@ type section struct {
 type report struct {
 	quick    bool
 	workers  int
+	conns    int
 	sections []section
 	rss      []row // peak RSS after each scenario
 	microOut string
 }
 
-func newReport(quick bool, workers int) *report {
-	return &report{quick: quick, workers: workers}
+func newReport(quick bool, workers, conns int) *report {
+	return &report{quick: quick, workers: workers, conns: conns}
 }
 
 func (r *report) add(title string, rows []row) {
@@ -48,11 +49,14 @@ func (r *report) write(path string) error {
 	if r.quick {
 		cmd += " -quick"
 	}
-	if r.workers != 100 {
+	if r.workers != 200 {
 		cmd += fmt.Sprintf(" -workers %d", r.workers)
 	}
+	if r.conns != 100 {
+		cmd += fmt.Sprintf(" -smtp-connections %d", r.conns)
+	}
 	fmt.Fprintf(&b, "# lull benchmarks\n\nWritten by `%s` (also `task bench`). Machine: %s.\n", cmd, machine())
-	fmt.Fprintf(&b, "PostgreSQL 15 runs locally with fsync on; lull runs as its own process with `LULL_WORKERS=%d` and as many SMTP connections, sending to an SMTP sink on loopback.\n", r.workers)
+	fmt.Fprintf(&b, "PostgreSQL 15 runs locally with fsync on; lull runs as its own process with `LULL_WORKERS=%d` and `LULL_SMTP_CONNECTIONS=%d`, sending to an SMTP sink on loopback that counts what it receives (`cmd/lullbench/sink.go`).\n", r.workers, r.conns)
 	for _, s := range r.sections {
 		fmt.Fprintf(&b, "\n## %s\n\n| measure | value |\n| --- | --- |\n", s.title)
 		for _, rw := range s.rows {

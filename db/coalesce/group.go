@@ -14,7 +14,8 @@ import (
 // hundred rows costs the server several times less.
 //
 // A call joins the pending set. If fewer than groupLeaders sets are being
-// run, the caller leads: it takes up to groupSize pending calls, runs them
+// run, or a full set is waiting and fewer than fullLeaders are, the caller
+// leads: it takes up to groupSize pending calls, runs them
 // as one set, hands each its result, and passes the lead to a call still
 // pending, if any, before it returns with its own result. No call waits
 // for a timer: when nothing else is pending, a call runs as a set of one
@@ -44,6 +45,14 @@ const (
 	// at a third of the rate (1,300 events/s against 3,800) and a flush
 	// wave at two thirds.
 	groupLeaders = 1
+	// fullLeaders is how many sets run at once while a full set waits:
+	// then a second set takes no calls from the first, and its database
+	// work overlaps the first one's work in lull. A flush set of a hundred
+	// spends about half its 35–40 ms rendering, and in a flush wave run on
+	// more workers than a set holds, full sets queued behind each other:
+	// 1,900–2,200 digests a second with one set at a time, 2,100–2,500
+	// with two.
+	fullLeaders = 2
 	// groupSize bounds one set, and so one transaction's locks and rows.
 	groupSize = 100
 	// groupTimeout bounds one set's work, which runs on behalf of calls
@@ -62,7 +71,7 @@ func (g *Group[In, Out]) Do(ctx context.Context, in In, run func(context.Context
 	c := &groupCall[In, Out]{in: in, done: make(chan bool, 2)}
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
-	lead := g.leaders < groupLeaders
+	lead := g.leaders < groupLeaders || g.leaders < fullLeaders && len(g.pending) >= groupSize
 	if lead {
 		g.leaders++
 		c.handed = true
@@ -104,6 +113,12 @@ func (g *Group[In, Out]) lead(ctx context.Context, run func(context.Context, []I
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.leaders > groupLeaders && len(g.pending) < groupSize {
+		// The extra lead was for a backlog that is gone: the other
+		// leader, still running, takes what waits, in one set.
+		g.leaders--
+		return
+	}
 	for _, c := range g.pending {
 		if !c.handed {
 			c.handed = true

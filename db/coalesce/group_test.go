@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Calls made while sets are running wait and run together, each gets its
@@ -31,7 +32,9 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 		}
 		return out
 	}
-	const calls = 250
+	// Fewer than a full set wait, so no second set starts (see
+	// TestGroupRunsASecondSetWhileAFullSetWaits).
+	const calls = groupLeaders + groupSize - 1
 	var wg sync.WaitGroup
 	var started atomic.Int32
 	for i := range calls {
@@ -84,10 +87,93 @@ func TestGroupRunsWaitingCallsAsOneSet(t *testing.T) {
 	if len(seen) != calls {
 		t.Fatalf("%d calls ran, want %d", len(seen), calls)
 	}
-	// Two sets of one (the leaders), then the 248 waiting calls in sets
-	// of at most a hundred.
-	if want := groupLeaders + (calls-groupLeaders+groupSize-1)/groupSize; len(sets) != want {
+	// A set of one (the leader), then the 99 waiting calls in one set.
+	if want := groupLeaders + 1; len(sets) != want {
 		t.Fatalf("%d sets, want %d", len(sets), want)
+	}
+	if g.leaders != 0 || len(g.pending) != 0 {
+		t.Fatalf("after the calls: %d leaders, %d pending", g.leaders, len(g.pending))
+	}
+}
+
+// While a set runs, a full set's worth of waiting calls starts a second
+// set at once, never a third, and sets never split a backlog smaller than
+// a set: what waits when they end runs as one set.
+func TestGroupRunsASecondSetWhileAFullSetWaits(t *testing.T) {
+	t.Parallel()
+	var g Group[int, int]
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sets [][]int
+	var running, most int
+	run := func(_ context.Context, in []int) []int {
+		mu.Lock()
+		sets = append(sets, append([]int(nil), in...))
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return in
+	}
+	waitFor := func(what string, n int, count func() int) {
+		for deadline := time.Now().Add(10 * time.Second); count() != n; runtime.Gosched() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d %s, want %d", count(), what, n)
+			}
+		}
+	}
+	setsRunning := func(n int) {
+		waitFor("sets started", n, func() int { mu.Lock(); defer mu.Unlock(); return len(sets) })
+	}
+	pending := func(n int) {
+		waitFor("calls waiting", n, func() int { g.mu.Lock(); defer g.mu.Unlock(); return len(g.pending) })
+	}
+	var wg sync.WaitGroup
+	call := func(v int) {
+		wg.Go(func() {
+			if got, ok := g.Do(context.Background(), v, run); !ok || got != v {
+				t.Errorf("call %d got %d, %v", v, got, ok)
+			}
+		})
+	}
+	call(0)
+	setsRunning(1)
+	for v := 1; v < groupSize; v++ {
+		call(v)
+	}
+	pending(groupSize - 1)
+	mu.Lock()
+	if len(sets) != 1 {
+		t.Fatalf("%d sets run while %d calls wait, want 1", len(sets), groupSize-1)
+	}
+	mu.Unlock()
+	call(groupSize) // the hundredth waiting call: a full set
+	setsRunning(2)
+	for v := groupSize + 1; v <= 2*groupSize+5; v++ {
+		call(v) // a full set again, and five more: still two sets
+	}
+	pending(groupSize + 5)
+	close(release)
+	wg.Wait()
+
+	if most != fullLeaders {
+		t.Errorf("%d sets ran at once, want %d", most, fullLeaders)
+	}
+	var sizes []int
+	for _, s := range sets {
+		sizes = append(sizes, len(s))
+	}
+	// The leader's set of one and the full set, then the backlog of 105
+	// as a full set and a set of five, in either order: never split
+	// further, however the two leads end.
+	if len(sizes) == 4 {
+		slices.Sort(sizes[2:])
+	}
+	if !slices.Equal(sizes, []int{1, groupSize, 5, groupSize}) {
+		t.Errorf("set sizes %v, want 1, %d, then 5 and %d", sizes, groupSize, groupSize)
 	}
 	if g.leaders != 0 || len(g.pending) != 0 {
 		t.Fatalf("after the calls: %d leaders, %d pending", g.leaders, len(g.pending))
