@@ -40,7 +40,7 @@ type bench struct {
 func main() {
 	quick := flag.Bool("quick", false, "short runs (about two minutes in all)")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
-	workers := flag.Int("workers", 200, "LULL_WORKERS for lull")
+	workers := flag.Int("workers", 300, "LULL_WORKERS for lull")
 	conns := flag.Int("smtp-connections", 100, "LULL_SMTP_CONNECTIONS for lull")
 	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, render once, inline, overlap, shared flood, retraction, digest peak, growth), and print them")
 	flag.Parse()

@@ -49,7 +49,7 @@ func (r *report) write(path string) error {
 	if r.quick {
 		cmd += " -quick"
 	}
-	if r.workers != 200 {
+	if r.workers != 300 {
 		cmd += fmt.Sprintf(" -workers %d", r.workers)
 	}
 	if r.conns != 100 {
