@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net"
@@ -304,6 +305,26 @@ func TestSMTPConnections(t *testing.T) {
 		srv.WaitFor(t, 20, wait)
 		if c := srv.Connections(); c != 1 {
 			t.Fatalf("20 sends in a row opened %d connections, want 1", c)
+		}
+	})
+
+	t.Run("AnEmailIsMailRcptDataOnly", func(t *testing.T) {
+		// Four round trips per email on a reused connection (MAIL, RCPT,
+		// DATA, the data): a NOOP to probe the connection or an RSET after
+		// each email would cost a flush wave two more.
+		t.Parallel()
+		srv := smtptest.Start(t, smtptest.CountCommands())
+		s := newSMTP(t, mail.SMTPConfig{URL: srv.URL()})
+		for range 5 {
+			if err := s.Send(context.Background(), message("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv.WaitFor(t, 5, wait)
+		got := srv.Commands()
+		want := map[string]int{"EHLO": 1, "MAIL": 5, "RCPT": 5, "DATA": 5}
+		if !maps.Equal(got, want) {
+			t.Fatalf("commands %v, want %v", got, want)
 		}
 	})
 

@@ -13,8 +13,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,9 +44,10 @@ type Received struct {
 type Option func(*options)
 
 type options struct {
-	startTLS    bool
-	implicitTLS bool
-	keepAll     bool
+	startTLS      bool
+	implicitTLS   bool
+	keepAll       bool
+	countCommands bool
 }
 
 // WithSTARTTLS makes the server offer STARTTLS with a self-signed
@@ -59,6 +62,10 @@ func WithImplicitTLS() Option { return func(o *options) { o.implicitTLS = true }
 // last 1000, for tests that reconcile more messages than that (every
 // batch delivered, none twice).
 func KeepAll() Option { return func(o *options) { o.keepAll = true } }
+
+// CountCommands makes the server count the commands clients send, by
+// verb (Commands), for tests of how many round trips an email takes.
+func CountCommands() Option { return func(o *options) { o.countCommands = true } }
 
 // Server is a running test SMTP server. All its methods are safe to call
 // from several goroutines.
@@ -94,6 +101,7 @@ type Server struct {
 	delay       time.Duration    // how long DATA waits before answering
 	refused     map[string]error // RCPT TO answers for given addresses
 	ln          net.Listener     // the current listener; nil while down
+	commands    map[string]int   // with CountCommands: commands received, by verb
 }
 
 // Start listens on 127.0.0.1:0; the server stops when the test ends.
@@ -127,6 +135,10 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 		return &session{s: s, conn: c}, nil
 	}))
 	s.srv.Domain = "localhost"
+	if o.countCommands {
+		s.commands = map[string]int{}
+		s.srv.Debug = &commandCounter{s: s}
+	}
 	s.srv.AllowInsecureAuth = true
 	s.srv.ReadTimeout = 30 * time.Second
 	s.srv.WriteTimeout = 30 * time.Second
@@ -321,6 +333,14 @@ func (s *Server) Release(accept bool) {
 		close(s.hold)
 		s.hold = nil
 	}
+}
+
+// Commands returns how many of each command clients sent (with
+// CountCommands), by verb: "MAIL", "NOOP", "RSET"…
+func (s *Server) Commands() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.commands)
 }
 
 // Messages returns what the server accepted so far.
@@ -550,4 +570,47 @@ func (x *session) take(r io.Reader) (drop bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// commandCounter reads the conversation go-smtp copies to its Debug
+// writer (what the client sent and what the server answered, in the order
+// they happened) and counts the lines that start with a command verb.
+// Answers start with digits; a message's own lines could start with a
+// verb, which tests avoid. Lines of several connections at once may mix,
+// so count over one connection at a time.
+type commandCounter struct {
+	s    *Server
+	mu   sync.Mutex
+	line []byte // the start of a line whose end has not come yet
+}
+
+var verbs = []string{"EHLO", "HELO", "MAIL", "RCPT", "DATA", "RSET", "NOOP", "QUIT", "AUTH", "STARTTLS"}
+
+func (c *commandCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rest := p
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			c.line = append(c.line, rest...)
+			return len(p), nil
+		}
+		c.count(append(c.line, rest[:i]...))
+		c.line, rest = c.line[:0], rest[i+1:]
+	}
+}
+
+func (c *commandCounter) count(line []byte) {
+	f := bytes.Fields(line)
+	if len(f) == 0 {
+		return
+	}
+	verb := strings.ToUpper(string(f[0]))
+	if !slices.Contains(verbs, verb) {
+		return
+	}
+	c.s.mu.Lock()
+	c.s.commands[verb]++
+	c.s.mu.Unlock()
 }
