@@ -17,7 +17,7 @@ import (
 )
 
 // A flush wave of several hundred jobs, two for every due batch, mixing
-// daily digests, a team's shared-delivery fan-out, budget-limited
+// daily digests, two shared-delivery fan-outs to one team, budget-limited
 // recipients whose alerts fold into held digests, and those held digests
 // themselves: several sets run at once and race for the same batches and
 // budgets. Every recipient gets each email once, and no batch is left
@@ -29,6 +29,7 @@ func TestFlushWaveWithSharedAndBudgetsSendsEachEmailOnce(t *testing.T) {
 	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily"})
 	b.saveType(t, db.Type{Key: "alert", DefaultMode: "immediate"})
 	b.saveType(t, db.Type{Key: "team", DefaultMode: "cooldown", WindowMS: 60_000, SharedDelivery: true})
+	b.saveType(t, db.Type{Key: "ops", DefaultMode: "cooldown", WindowMS: 60_000, SharedDelivery: true})
 	const n = 120
 	var all, limited []string
 	for i := range n {
@@ -48,6 +49,7 @@ func TestFlushWaveWithSharedAndBudgetsSendsEachEmailOnce(t *testing.T) {
 	}
 	b.post(t, "comment", "alice", all...)
 	b.post(t, "team", "ci", all...)
+	b.post(t, "ops", "ci", all...)
 	b.clock.Advance(48 * time.Hour)
 	for range 2 {
 		b.post(t, "alert", "system", limited...)
@@ -226,5 +228,43 @@ func TestIngestSetsSideBySideStoreEachEventOnce(t *testing.T) {
 	}
 	if got, want := b.count(t, "SELECT count(*) FROM river_job WHERE kind = 'flush_batch'"), b.count(t, "SELECT count(*) FROM batches"); got != want {
 		t.Errorf("%d flush jobs for %d batches", got, want)
+	}
+}
+
+// A set taking a team member's batch along into a shared email does not
+// wait for that member's budget lock: it holds other members' budget
+// locks already, and another set holding this one took it for a batch of
+// its own and may be taking along a batch of theirs, each set waiting for
+// the other. The member's batch is left to its own job.
+func TestFlushSetTakesAlongOnlyBatchesWhoseBudgetIsFree(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.flush.DailyBudget = 10
+	b.saveType(t, db.Type{Key: "team", DefaultMode: "cooldown", WindowMS: 60_000, SharedDelivery: true})
+	b.recipient(t, "m1", "UTC")
+	b.recipient(t, "m2", "UTC")
+	ids := map[string]int64{}
+	for _, br := range b.post(t, "team", "ci", "m1", "m2").Batches {
+		ids[br.Recipient] = br.ID
+	}
+	b.clock.Advance(2 * time.Minute)
+	// Another set's flush of m2's: it holds m2's budget lock.
+	b.hold(t, "SELECT pg_advisory_xact_lock(hashtextextended('lull budget m2', 0))")
+	done := make(chan []bool, 1)
+	go func() {
+		_, started := b.flush.PrepareSet(ctx, []*river.Job[jobs.FlushArgs]{flushJob(1, ids["m1"])})
+		done <- started
+	}()
+	select {
+	case started := <-done:
+		if !slices.Equal(started, []bool{true}) {
+			t.Fatalf("started %v, want m1's delivery started", started)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the set waited for the budget lock of a batch it took along")
+	}
+	if got := b.batch(t, ids["m2"]).State; got != db.StateOpen {
+		t.Fatalf("m2's batch is %s, want open for its own job", got)
 	}
 }
