@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/preferences"
 )
 
 // Batch states.
@@ -821,9 +823,12 @@ type FlushContent struct {
 // Preferences are read for every item type of any batch in $1; each
 // batch keeps those of its own types.
 const (
-	readBatchesQuery     = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id`
-	lockBatchesQuery     = readBatchesQuery + ` FOR UPDATE`
-	lockFreeBatchesQuery = lockBatchesQuery + ` SKIP LOCKED`
+	readBatchesQuery = `SELECT ` + batchColumns + ` FROM batches WHERE id = ANY($1) ORDER BY id`
+	lockBatchesQuery = readBatchesQuery + ` FOR UPDATE`
+	// lockFreeBatchesQuery leaves held digests alone (see LockFreeForFlush).
+	lockFreeBatchesQuery = `SELECT ` + batchColumns + ` FROM batches
+		WHERE id = ANY($1) AND NOT (batch_key = '` + preferences.HeldKey + `' AND type_key IS NULL)
+		ORDER BY id FOR UPDATE SKIP LOCKED`
 	// flushItemsQuery reads the data of only the items an email can show:
 	// per batch and type, the first or latest display_limit of those not
 	// left out as read (mailtemplates picks them the same way). A digest
@@ -887,7 +892,10 @@ func readOneForFlush(ctx context.Context, q BatchSender, id int64, batchQuery st
 // hundred. It skips batches another transaction holds (an ingest adding an
 // item, a flush of their own), so it never waits and cannot deadlock
 // against anyone locking batches in another order; the result has no
-// entry for a batch skipped or missing.
+// entry for a batch skipped or missing. It skips held digests too: a set
+// holding a recipient's held digest while it waits for budget locks
+// deadlocks with a set that holds one of them and folds a batch into
+// that digest. Their flushes go alone, which take no budget lock.
 func LockFreeForFlush(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*FlushContent, error) {
 	return lockForFlush(ctx, tx, ids, lockFreeBatchesQuery)
 }

@@ -40,6 +40,19 @@ func LockBudgets(ctx context.Context, q Querier, recipientIDs []string) error {
 	return nil
 }
 
+// TryLockBudget takes the recipient's budget lock, as LockBudgets does, if
+// no other transaction holds it, and reports whether it did. A flush that
+// holds budget locks already and wants one more, out of LockBudgets'
+// order, must not wait for it.
+func TryLockBudget(ctx context.Context, q Querier, recipientID string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('lull budget ' || $1, 0))`, recipientID).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("lock email budget: %w", err)
+	}
+	return ok, nil
+}
+
 // BudgetSpent counts the emails counted against the recipient's local day
 // (a date): those going out or sent, and the held digest due that day,
 // which is spoken for before it goes. Canceled batches sent nothing and

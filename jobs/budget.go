@@ -76,3 +76,15 @@ func (w *FlushWorker) lockBudgets(ctx context.Context, tx pgx.Tx, cs map[int64]*
 	}
 	return db.LockBudgets(ctx, tx, ids)
 }
+
+// tryBudget takes the budget lock of a batch taken along into a shared
+// email if its flush counts against a budget, without waiting: the flush
+// holds other recipients' budget locks already, and another flush holding
+// this one may be waiting for one of those. It reports false when the
+// lock is busy; the batch is then left to its own job.
+func (w *FlushWorker) tryBudget(ctx context.Context, tx pgx.Tx, fc *db.FlushContent) (bool, error) {
+	if fc.Batch.State != db.StateOpen || batching.BudgetOf(fc, w.DailyBudget).Limit == 0 {
+		return true, nil
+	}
+	return db.TryLockBudget(ctx, tx, fc.Batch.RecipientID)
+}

@@ -217,10 +217,11 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 		for i, c := range calls {
 			fc := cs[ids[i]]
 			delete(cs, ids[i])
-			if fc == nil || batching.IsHeld(fc.Batch) {
-				// A held digest goes alone: another batch of the set may
-				// fold into it after its content was read here, and alone
-				// it reads its content once this set has committed.
+			if fc == nil {
+				// Not locked here, held digests among them: another batch
+				// of the set may fold into a held digest after its
+				// content was read, and alone it reads its content once
+				// this set has committed.
 				out[i].alone = true
 				continue
 			}

@@ -197,6 +197,12 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 		if fc == nil {
 			continue
 		}
+		if ok, err := w.tryBudget(ctx, tx, fc); err != nil || !ok {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		p, _, err := w.decide(ctx, tx, fc, job, now)
 		if err != nil {
 			return nil, nil, err
