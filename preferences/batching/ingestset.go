@@ -94,8 +94,8 @@ func (f *inFlight) leave(ev *Event, typ string) {
 // setLockWait is how long a set waits for a row another transaction holds
 // (a batch a fan-out is filling, a key its first request is using) before
 // it gives up and its events are written one by one, each waiting for
-// its own rows: one set runs at a time, so a set that waited would hold
-// up every event behind it.
+// its own rows: one set runs at a time (two only while a full set waits
+// behind it), so a set that waited would hold up every event behind it.
 const setLockWait = 200 * time.Millisecond
 
 // ingestCall is one validated event to write.
