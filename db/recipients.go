@@ -251,6 +251,9 @@ func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
 
 // UnknownRecipients returns those of ids that are not stored.
 func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	rows, err := q.Query(ctx, `SELECT id FROM unnest($1::text[]) AS u(id)
 		WHERE NOT EXISTS (SELECT 1 FROM recipients r WHERE r.id = u.id)`, ids)
 	if err != nil {

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -123,6 +124,38 @@ func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 	}
 	if got := b.count(t, `SELECT count(*) FROM events`) + b.count(t, `SELECT count(*) FROM batches`); got != 0 {
 		t.Fatalf("a refused fan-out stored %d rows", got)
+	}
+}
+
+// An event of more than a chunk giving most recipients inline and a few
+// by id: the inline ones are created by the event itself, so only the ids
+// are checked, and an unknown one among them is named and stores nothing.
+func TestInlineFanOutChecksOnlyTheIDs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b.recipient(t, "known", "UTC")
+	var rs []batching.RecipientRef
+	for i := range 10_001 {
+		id := fmt.Sprintf("in%05d", i)
+		rs = append(rs, batching.RecipientRef{ID: id, Email: id + "@example.com", Inline: true})
+	}
+	ev := &batching.Event{Type: "post", Actor: batching.Actor{ID: "a"}, Recipients: append(rs, batching.RecipientRef{ID: "known"})}
+	res, err := b.engine.Ingest(context.Background(), 1, ev)
+	if err != nil || res.Notifications != 10_002 {
+		t.Fatalf("got %+v, %v; want 10002 notifications", res, err)
+	}
+	for i := range rs {
+		rs[i].ID, rs[i].Email = "x"+rs[i].ID, "x"+rs[i].Email
+	}
+	ev = &batching.Event{Type: "post", Actor: batching.Actor{ID: "a"}, Recipients: append(rs, batching.RecipientRef{ID: "nobody"})}
+	_, err = b.engine.Ingest(context.Background(), 1, ev)
+	var v *batching.ValidationError
+	if !errors.As(err, &v) || v.Errors[0].Field != "recipients[10001]" {
+		t.Fatalf("got %v, want a validation error on recipients[10001]", err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM recipients WHERE id LIKE 'x%'`); got != 0 {
+		t.Fatalf("a refused fan-out stored %d recipients", got)
 	}
 }
 

@@ -283,8 +283,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request. Reading ahead starts after this check, so
-		// it finds no recipient missing that the check found.
-		unknown, err := db.UnknownRecipients(ctx, tx, ids)
+		// it finds no recipient missing that the check found. Recipients
+		// given inline were upserted by store, so only bare ids are asked.
+		unknown, err := db.UnknownRecipients(ctx, tx, bareIDs(call.ev.Recipients))
 		if err != nil {
 			return nil, err
 		}
@@ -417,6 +418,17 @@ func (in *ingestion) store(ctx context.Context) error {
 		m.res = &IngestResult{ID: m.id, Batches: make([]BatchRef, 0, len(m.ids))}
 	}
 	return nil
+}
+
+// bareIDs are the ids of the recipients given by id alone, in any order.
+func bareIDs(rs []RecipientRef) []string {
+	var ids []string
+	for _, r := range rs {
+		if !r.Inline {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 // unknownRecipient is the error for an event naming recipients that do
