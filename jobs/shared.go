@@ -197,10 +197,11 @@ func (w *FlushWorker) takeAlong(ctx context.Context, tx pgx.Tx, like *sendPlan, 
 		if fc == nil {
 			continue
 		}
-		if ok, err := w.tryBudget(ctx, tx, fc); err != nil || !ok {
-			if err != nil {
-				return nil, nil, err
-			}
+		ok, err := w.tryBudget(ctx, tx, fc)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
 			continue
 		}
 		p, _, err := w.decide(ctx, tx, fc, job, now)

@@ -50,7 +50,7 @@ const (
 	// work overlaps the first one's work in lull. A flush set of a hundred
 	// spends about half its 35–40 ms rendering, and in a flush wave run on
 	// more workers than a set holds, full sets queued behind each other:
-	// 1,900–2,200 digests a second with one set at a time, 2,100–2,500
+	// 1,900–2,200 digests a second with one set at a time, 2,100–2,700
 	// with two.
 	fullLeaders = 2
 	// groupSize bounds one set, and so one transaction's locks and rows.
