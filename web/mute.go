@@ -84,7 +84,7 @@ func (s *Server) muteConfirm(w http.ResponseWriter, r *http.Request) {
 	t, err := db.GetType(r.Context(), s.DB.Pool, typ)
 	switch {
 	case err != nil && !isNotFound(err):
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	case !ok || err != nil || t.Required:
 		s.cannotMute(w, r, l.lang)
@@ -92,7 +92,7 @@ func (s *Server) muteConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	name, err := s.threadName(r, l.lang, l.thread)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	v := s.muteView(w, r, l, l.lang.T("mute_heading", nil))
@@ -139,12 +139,12 @@ func (s *Server) muteThread(w http.ResponseWriter, r *http.Request) {
 		s.cannotMute(w, r, l.lang)
 		return
 	case err != nil:
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	name, err := s.threadName(r, l.lang, l.thread)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	v := s.muteView(w, r, l, l.lang.T("mute_done_heading", nil))
@@ -184,13 +184,13 @@ func (s *Server) muteUndo(w http.ResponseWriter, r *http.Request) {
 		return db.UndoUnsubscribe(r.Context(), tx, id, db.Undo{Thread: thread})
 	})
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	l := &muteLink{thread: thread, rec: rec, lang: i18n.Resolve(rec.Locale, r.Header.Get("Accept-Language"), s.DefaultLocale)}
 	name, err := s.threadName(r, l.lang, thread)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	v := s.muteView(w, r, l, l.lang.T("mute_undone_heading", nil))

@@ -95,7 +95,33 @@ const maxDetailBytes = 300
 // a missing row as "not found", an unreachable database as "try again",
 // an internal error as logged and not described.
 func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
+	s.pageProblem(w, r, s.classify(r, err))
+}
+
+// recipientErrorKeys are the catalog's words for the errors a recipient's
+// page shows; "_text" added is the sentence under the heading.
+var recipientErrorKeys = map[int]string{
+	http.StatusNotFound:            "page_not_found",
+	http.StatusServiceUnavailable:  "page_unavailable",
+	http.StatusInternalServerError: "page_error",
+}
+
+// recipientError is pageError on a recipient's page (settings,
+// unsubscribe, mute): in the language their browser asks for, since the
+// page may not know the recipient, as every other word on it is.
+func (s *Server) recipientError(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.classify(r, err)
+	key, ok := recipientErrorKeys[p.Status]
+	if !ok {
+		s.pageProblem(w, r, p)
+		return
+	}
+	l := s.pageLocale(r, "")
+	s.localMessage(w, r, p.Status, l, key, l.T(key+"_text", nil))
+}
+
+// pageProblem shows a classified error on a page.
+func (s *Server) pageProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 	heading, text := p.Title, p.Detail
 	switch p.Status {
 	case http.StatusNotFound:

@@ -78,7 +78,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 		err = db.TouchSeen(r.Context(), s.DB.Pool, id, s.now())
 	}
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	sess, _ := s.sessions.Get(r, recipientSession)
@@ -90,7 +90,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 	l := s.pageLocale(r, rec.Locale)
 	v, err := s.settingsView(r.Context(), s.localPage(w, r, l, "settings_page_title"), rec.ID, rec.Name, preferencesBody(rec, prefs), nil)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	// A flash is a catalog key; one left by an older version is its text.
@@ -111,7 +111,7 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	types, err := db.ListTypes(ctx, s.DB.Bun)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	known := map[string]bool{}
@@ -149,14 +149,14 @@ func (s *Server) settingsSave(w http.ResponseWriter, r *http.Request) {
 		}
 		v, err := s.settingsView(ctx, s.localPage(w, r, l, "settings_page_title"), rec.ID, rec.Name, body, fields)
 		if err != nil {
-			s.pageError(w, r, err)
+			s.recipientError(w, r, err)
 			return
 		}
 		s.render(w, r, http.StatusUnprocessableEntity, views.Settings(v))
 		return
 	}
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	s.settingsDone(w, r, "settings_flash_saved")
@@ -449,7 +449,7 @@ func (s *Server) settingsUnmute(w http.ResponseWriter, r *http.Request) {
 		return db.UndoUnsubscribe(ctx, tx, id, db.Undo{Thread: r.PostFormValue("thread")})
 	})
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	s.settingsDone(w, r, "settings_flash_unmuted")

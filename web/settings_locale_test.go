@@ -232,3 +232,34 @@ func TestSettingsInArabicInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "settings-ar.png")
 }
+
+// TestRecipientErrorPagesSpeakTheBrowsersLanguage: a settings page whose
+// recipient is gone is "not found" in the language the browser asks for,
+// like every other word of a recipient's pages.
+func TestRecipientErrorPagesSpeakTheBrowsersLanguage(t *testing.T) {
+	t.Parallel()
+	a, link := localeSetup(t, "de")
+	cases := []struct{ accept, lang, h1, text string }{
+		{"de-DE,de;q=0.9", "de", "Nicht gefunden", "Hier gibt es nichts."},
+		{"ar", "ar", "غير موجود", "لا يوجد شيء هنا."},
+		{"", "en", "Not found", "There is nothing here."},
+	}
+	clients := make([]*http.Client, len(cases))
+	var page string
+	for i, c := range cases {
+		clients[i] = langClient(c.accept)
+		resp, _ := getDoc(t, clients[i], link) // the link opens a session
+		page = resp.Request.URL.String()
+	}
+	if _, err := a.db.Pool.Exec(t.Context(), `DELETE FROM recipients WHERE id = 'u_bob'`); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		resp, doc := getDoc(t, clients[i], page)
+		lang, h1 := doc.Find("html").AttrOr("lang", ""), strings.TrimSpace(doc.Find("h1").Text())
+		if resp.StatusCode != http.StatusNotFound || lang != c.lang || h1 != c.h1 || !strings.Contains(doc.Find("main").Text(), c.text) {
+			t.Errorf("Accept-Language %q: %d, lang %q, h1 %q, main %q; want 404, %q, %q, %q",
+				c.accept, resp.StatusCode, lang, h1, strings.TrimSpace(doc.Find("main").Text()), c.lang, c.h1, c.text)
+		}
+	}
+}

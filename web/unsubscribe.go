@@ -73,7 +73,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 		s.cannotMute(w, r, s.pageLocale(r, "")) // no recipient to take a locale from
 		return
 	case err != nil:
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	case oneClick:
 		w.WriteHeader(http.StatusOK)
@@ -81,7 +81,7 @@ func (s *Server) unsubscribeOneClick(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.unsubscribedView(r.Context(), w, r, u, s.Links.SettingsDeadline(token))
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	if !u.All {
@@ -137,7 +137,7 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 		rec, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
 	}
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	title := "unsub_subscribed_again"
@@ -175,7 +175,7 @@ func (s *Server) unsubscribeConfirm(w http.ResponseWriter, r *http.Request) {
 	l := s.pageLocale(r, rec.Locale)
 	names, err := s.typeNames(r.Context(), l)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.recipientError(w, r, err)
 		return
 	}
 	v := views.UnsubscribeView{Page: s.localPage(w, r, l, "unsub_title"), Email: rec.Email,

@@ -75,7 +75,8 @@ func (s *Server) sharedUnsubscribePage(w http.ResponseWriter, r *http.Request) {
 // to flood someone's inbox.
 func (s *Server) sharedUnsubscribeSend(w http.ResponseWriter, r *http.Request) {
 	if !s.linkLimiter.allow(clientIP(r), s.now()) {
-		s.message(w, r, http.StatusTooManyRequests, "Too many attempts", "Please wait a minute, then try again.")
+		l := s.pageLocale(r, "")
+		s.localMessage(w, r, http.StatusTooManyRequests, l, "page_too_many", l.T("page_wait_try_again", nil))
 		return
 	}
 	typ, ok := s.sharedUnsubscribeType(w, r)
