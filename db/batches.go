@@ -45,6 +45,14 @@ type Batch struct {
 	FoldedInto *int64 `json:"folded_into,omitempty"`
 }
 
+// Held reports whether b is its recipient's held digest (over-budget
+// emails wait in it): known by its key and by holding no one type, since
+// a type's own batch may carry the same key. heldDigest is the same test
+// in SQL.
+func (b *Batch) Held() bool { return b.BatchKey == preferences.HeldKey && b.TypeKey == nil }
+
+const heldDigest = `(batch_key = '` + preferences.HeldKey + `' AND type_key IS NULL)`
+
 const batchColumns = `id, recipient_id, batch_key, type_key, mode, state, opened_at, last_event_at, closes_at,
 	window_ms, max_wait_ms, item_count, flushing_at, processed_at, flush_job_id, reason, folded_into`
 
@@ -827,7 +835,7 @@ const (
 	lockBatchesQuery = readBatchesQuery + ` FOR UPDATE`
 	// lockFreeBatchesQuery leaves held digests alone (see LockFreeForFlush).
 	lockFreeBatchesQuery = `SELECT ` + batchColumns + ` FROM batches
-		WHERE id = ANY($1) AND NOT (batch_key = '` + preferences.HeldKey + `' AND type_key IS NULL)
+		WHERE id = ANY($1) AND NOT ` + heldDigest + `
 		ORDER BY id FOR UPDATE SKIP LOCKED`
 	// flushItemsQuery reads the data of only the items an email can show:
 	// per batch and type, the first or latest display_limit of those not

@@ -128,9 +128,10 @@ func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 }
 
 // An event of more than a chunk giving most recipients inline and a few
-// by id: the inline ones are created by the event itself, so only the ids
-// are checked, and an unknown one among them is named and stores nothing.
-func TestInlineFanOutChecksOnlyTheIDs(t *testing.T) {
+// by id is stored whole, and an unknown id among them is named and
+// stores nothing, not even the recipients given inline. (Checking only the
+// ids for existence is a saving no test sees: the inline ones exist.)
+func TestInlineFanOutNamesAnUnknownID(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})

@@ -21,13 +21,11 @@ type Budget struct {
 
 // BudgetOf reads the budget of a batch as read for its flush, with
 // install the installation's default (LULL_DAILY_EMAIL_BUDGET). The held
-// digest itself, and a batch with only required types, have no limit. The
-// held digest is known by its key and by holding no one type: a type's
-// own batch (immediate, cooldown) has a type even when its key reads
-// "budget:held".
+// digest itself (db.Batch.Held), and a batch with only required types,
+// have no limit.
 func BudgetOf(fc *db.FlushContent, install int) Budget {
 	var b Budget
-	if IsHeld(fc.Batch) {
+	if fc.Batch.Held() {
 		return b
 	}
 	var typeBudgets []*int
@@ -46,11 +44,6 @@ func BudgetOf(fc *db.FlushContent, install int) Budget {
 	slices.Sort(b.Counted)
 	b.Limit = preferences.DailyBudget(b.Recipient.DailyBudget, typeBudgets, install)
 	return b
-}
-
-// IsHeld reports whether b is a recipient's held digest.
-func IsHeld(b *db.Batch) bool {
-	return b.BatchKey == preferences.HeldKey && b.TypeKey == nil
 }
 
 // Without returns fc with only the items of types not in held: what a
