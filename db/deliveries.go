@@ -340,6 +340,46 @@ func InsertSkips(ctx context.Context, q Querier, skips []Skip) error {
 	return nil
 }
 
+// UnloggedSkips is what of skips, each naming its batch, the skip log
+// does not hold yet: a batch composed again after a retry or a takeover
+// leaves out again what its first attempt logged, and only what was left
+// out since (read in the app, muted meanwhile) is new. The log is matched
+// by batch and reason: a read logged when it happened names the batch's
+// type, which a digest does not have, where its flush names the item's.
+func UnloggedSkips(ctx context.Context, q Querier, skips []Skip) ([]Skip, error) {
+	if len(skips) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, 0, len(skips))
+	for _, s := range skips {
+		ids = append(ids, *s.BatchID)
+	}
+	rows, err := q.Query(ctx, `SELECT batch_id, reason, sum(items)::int FROM skips WHERE batch_id = ANY($1) GROUP BY 1, 2`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read skip log: %w", err)
+	}
+	type key struct {
+		batch  int64
+		reason string
+	}
+	logged := map[key]int{}
+	var k key
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&k.batch, &k.reason, &n}, func() error { logged[k] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("read skip log: %w", err)
+	}
+	var out []Skip
+	for _, s := range skips {
+		k := key{*s.BatchID, s.Reason}
+		taken := min(logged[k], s.Items)
+		logged[k] -= taken
+		if s.Items -= taken; s.Items > 0 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // GetOutbox loads one outbox email.
 func GetOutbox(ctx context.Context, q Querier, id int64) (*OutboxMessage, error) {
 	var m OutboxMessage

@@ -85,13 +85,19 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // batches (by batch key, in byte order), then by id: a full batch stays
 // open beside the next one of its key until its flush, and two mark-reads
 // taking such a pair in different orders deadlocked. Only the locked
-// batches are recounted, from
-// a snapshot taken under those locks. Without the locks, an event joining
-// a batch between the recount's snapshot and its update made the batch
-// look emptied and canceled it with the new, unread notification inside.
+// batches are recounted, from a snapshot taken under those locks. Without
+// the locks, an event joining a batch between the recount's snapshot and
+// its update made the batch look emptied and canceled it with the new,
+// unread notification inside.
+//
 // A batch opened after the locks holds only notifications that arrived
-// meanwhile; its count is left alone, and its flush skips any of them
-// read. The held digest is locked last: a flush holds its own batch when
+// during the mark-read: they stay unread, as if they had come just after
+// it. Marking them read without recounting their batch left them in its
+// count, out of its email and out of the skip log, accounted for nowhere.
+// (A notification whose id the caller names was stored before the
+// mark-read began, so its batch was locked if it was open.)
+//
+// The held digest is locked last: a flush holds its own batch when
 // it folds that into the held digest, and taking the held digest first
 // here waited on such a flush while it waited on us.
 func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
@@ -108,7 +114,9 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	tag, err := q.Exec(ctx, `
 		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
 		WHERE recipient_id = $1 AND read_at IS NULL
-		  AND (id = ANY($2::bigint[]) OR (coalesce(cardinality($2::bigint[]), 0) = 0 AND occurred_at < $3))`, recipientID, ids, before, now)
+		  AND (id = ANY($2::bigint[]) OR (coalesce(cardinality($2::bigint[]), 0) = 0 AND occurred_at < $3))
+		  AND (batch_id = ANY($5) OR NOT EXISTS (SELECT 1 FROM batches b WHERE b.id = batch_id AND b.state = 'open'))`,
+		recipientID, ids, before, now, locked)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}

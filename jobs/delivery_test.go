@@ -225,3 +225,34 @@ func TestUnansweredMessage(t *testing.T) {
 		})
 	}
 }
+
+// A notification read in the app while its batch waits to retry a
+// temporary failure is left out of the email the retry sends, and so must
+// be in the skip log: the retry composes the batch again, and only what
+// the first attempt left out was logged.
+func TestRetryLogsWhatWasReadSinceTheFirstAttempt(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	b.saveType(t, db.Type{Key: "comment", SkipRead: true})
+	id := b.post(t, "comment", "ann", "bob").Batches[0].ID
+	b.post(t, "comment", "cy", "bob")
+	ctx := context.Background()
+	if err := b.engine.FlushNow(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	srv.FailNext(451, "4.3.0 try again later", 1)
+	if err := b.workAs(ctx, 7, id, 1); err == nil || !mail.IsTemporary(err) {
+		t.Fatalf("first attempt: %v, want a temporary error", err)
+	}
+	unread := b.unread(t, "bob")
+	if _, err := b.engine.MarkRead(ctx, "bob", unread[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.workAs(ctx, 7, id, 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	srv.WaitFor(t, 1, 5*time.Second)
+	if got := b.count(t, `SELECT coalesce(sum(items), 0)::int FROM skips WHERE batch_id = $1 AND reason = $2`, id, db.SkipRead); got != 1 {
+		t.Fatalf("skip log holds %d items read in the app for the batch, want the 1 read between attempts", got)
+	}
+}

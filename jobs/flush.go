@@ -111,8 +111,10 @@ type sendPlan struct {
 	// skip is why the batch is canceled instead: nothing to send.
 	skip string
 	// dropped is the skip log of what the recipient no longer wants,
-	// left out of an email that still goes out.
+	// left out of an email that still goes out; again says the batch was
+	// composed before (a retry, a takeover), so part of it may be logged.
 	dropped []db.Skip
+	again   bool
 	// input is what msg was rendered from; passengers are the batches
 	// whose recipients this plan's shared email also goes to, and rider
 	// marks such a batch (shared.go).
@@ -268,7 +270,7 @@ func (w *FlushWorker) prepareSet(ctx context.Context, calls []flushCall) []prepa
 // deliveries of the others and gives each of those its delivery.
 func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, now time.Time) error {
 	var starts []db.DeliveryStart
-	var dropped []db.Skip
+	var dropped, again []db.Skip
 	for _, p := range plans {
 		if p.skip != "" {
 			if err := w.cancel(ctx, tx, p.content.Batch, p.skip, now); err != nil {
@@ -277,12 +279,20 @@ func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 			continue
 		}
 		starts = append(starts, db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject})
-		dropped = append(dropped, p.dropped...)
+		if p.again {
+			again = append(again, p.dropped...)
+		} else {
+			dropped = append(dropped, p.dropped...)
+		}
 	}
 	if len(starts) == 0 {
 		return nil
 	}
-	if err := db.InsertSkips(ctx, tx, dropped); err != nil {
+	again, err := db.UnloggedSkips(ctx, tx, again)
+	if err != nil {
+		return err
+	}
+	if err := db.InsertSkips(ctx, tx, append(dropped, again...)); err != nil {
 		return err
 	}
 	ds, err := db.StartDeliveries(ctx, tx, starts, w.AtMostOnce, now)
@@ -372,10 +382,11 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 
 // take records what Compose made of the plan's batch.
 func (p *sendPlan) take(c batching.Composed) {
-	p.msg, p.skip = c.Message, c.Skip
-	if p.content.Batch.State == db.StateOpen {
-		// A flush taking over after a crash finds them logged already.
-		p.dropped = c.Dropped
+	p.msg, p.skip, p.dropped = c.Message, c.Skip, c.Dropped
+	if p.again = p.content.Batch.State != db.StateOpen; p.again {
+		// What was read in the app while the batch was flushing was never
+		// logged: read, it no longer belonged to an open batch.
+		p.dropped = append(p.dropped, c.Read...)
 	}
 }
 

@@ -218,3 +218,55 @@ func TestMarkReadsOfOneRecipientDoNotDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// Marking everything read while an event opens a new batch must leave
+// that batch counting what it holds. Marking read recounts the open
+// batches it locked first; a batch opened and committed after those locks
+// but before the notifications were marked had its notification marked
+// read without a recount, so its flush left the notification out of the
+// email and out of the skip log: accounted for nowhere. The race is
+// shaped: another transaction holds the recipient's one open batch, so
+// the mark-read waits on its lock with its list of open batches already
+// read, while the event commits a new batch.
+func TestMarkReadAllRacingANewBatchKeepsItCounted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", SkipRead: true})
+	b.recipient(t, "r0", "UTC")
+	ctx := context.Background()
+	held := b.post(t, "comment", "ann", "r0").Batches[0].ID
+	blocker, err := b.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	if _, err := db.LockBatch(ctx, blocker, held); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := b.engine.MarkRead(ctx, "r0", nil, nil); read <- err }()
+	waiter := &holdingScheduler{db: b.db}
+	if err := waiter.waitForWaiter(ctx, blocker, make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	ev := event("comment", "", ref("r0"))
+	ev.BatchKey = "doc:new"
+	joined, err := b.engine.Ingest(ctx, 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blocker.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	fresh := joined.Batches[0].ID
+	unread := b.count(t, `SELECT count(*) FROM notifications WHERE batch_id = $1 AND read_at IS NULL`, fresh)
+	if got := b.batch(t, fresh); got.State != db.StateOpen || got.ItemCount != unread {
+		t.Fatalf("the new batch is %s counting %d with %d unread: a read left it uncounted and unlogged", got.State, got.ItemCount, unread)
+	}
+	if got := b.batch(t, held).Reason; got != db.SkipRead {
+		t.Fatalf("the batch marked read ended %q, want canceled as %q", got, db.SkipRead)
+	}
+}

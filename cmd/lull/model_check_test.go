@@ -663,8 +663,8 @@ func (m *model) checkAccounts(b *dbBatch, killed bool) {
 			m.problem("issue 17 defect 2: batch %d (%s %s, %s): %d notifications, %d in its email, %d in the skip log %v; a read in the app recounted it without holding it (killed mid-flush: %v)",
 				b.id, b.state, b.reason, b.key, len(b.notes), emailed, b.skipItems, b.skipReasons, killed)
 		} else if emailed+b.skipItems != len(b.notes) {
-			m.problem("batch %d (%s %s, %s): %d notifications, %d in its email, %d in the skip log %v",
-				b.id, b.state, b.reason, b.key, len(b.notes), emailed, b.skipItems, b.skipReasons)
+			m.problem("batch %d (%s %s, %s): %d notifications, %d in its email, %d in the skip log %v (killed mid-flush: %v; %s)",
+				b.id, b.state, b.reason, b.key, len(b.notes), emailed, b.skipItems, b.skipReasons, killed, strings.Join(b.jobs, "; "))
 		}
 	case "failed":
 		if b.skipItems > len(b.notes) {

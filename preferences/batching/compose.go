@@ -219,6 +219,10 @@ type Composed struct {
 	// Dropped is the skip log of what the recipient no longer wants,
 	// left out of an email that still goes out.
 	Dropped []db.Skip
+	// Read is what the email leaves out as read in the app. It was logged
+	// when it was read if its batch was still open then; a flush that
+	// sends a batch again (a retry, a takeover) logs what was read since.
+	Read []db.Skip
 }
 
 // Compose turns a batch, as read for its flush, into the email it sends
@@ -287,9 +291,9 @@ func (e Envelope) threadMuteURLs(fc *db.FlushContent, in *mailtemplates.Input, r
 }
 
 // wanted sorts a batch's items into those still to send and those the
-// recipient no longer wants or the suppression list stops. Items read in
-// the app left the batch, and were logged, when they were read, so only
-// what was muted, unsubscribed or suppressed is logged here.
+// recipient no longer wants or the suppression list stops (Dropped), or
+// read in the app (Read: those left an open batch, and were logged, when
+// they were read).
 func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var rec *db.Recipient
 	policies := make(map[string]preferences.Policy, len(fc.Types))
@@ -309,6 +313,7 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	var items []db.Item
 	muted := map[string]int{}   // type -> items dropped
 	stopped := map[string]int{} // type -> items the suppression list stops
+	read := map[string]int{}    // type -> items read in the app
 	for _, it := range fc.Items {
 		typ, ok := fc.Types[it.TypeKey]
 		switch {
@@ -316,6 +321,7 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			return nil, nil, Composed{}, fmt.Errorf("type %s: %w", it.TypeKey, db.ErrNotFound)
 		case it.ReadAt != nil && typ.SkipRead:
 			reason = db.SkipRead
+			read[it.TypeKey]++
 		case fc.Suppression.Stops(typ.Required):
 			stopped[it.TypeKey]++
 		case policies[it.TypeKey].Mode == preferences.Never:
@@ -331,8 +337,10 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	if len(muted) > 0 {
 		reason = mutedWhy
 	}
+	stopWhy := ""
 	if len(stopped) > 0 {
-		reason = fc.Suppression.SkipReason()
+		stopWhy = fc.Suppression.SkipReason()
+		reason = stopWhy
 	}
 	switch {
 	case rec != nil && !rec.Active:
@@ -342,17 +350,19 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 	case rec.Email == "":
 		return nil, nil, Composed{Skip: db.SkipNoEmail}, nil
 	}
-	var c Composed
-	for key, n := range muted {
-		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: mutedWhy})
-	}
-	for key, n := range stopped {
-		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: fc.Suppression.SkipReason()})
+	skips := func(byType map[string]int, reason string) []db.Skip {
+		var out []db.Skip
+		for key, n := range byType {
+			out = append(out, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: reason})
+		}
+		return out
 	}
 	// Items of a muted thread were taken out of a digest as it was read;
 	// they are accounted for like every other item the email leaves out.
-	for key, n := range fc.ThreadMutedItems {
-		c.Dropped = append(c.Dropped, db.Skip{RecipientID: rec.ID, TypeKey: key, BatchID: &fc.Batch.ID, Items: n, Reason: db.SkipMutedThread})
+	c := Composed{
+		Dropped: slices.Concat(skips(muted, mutedWhy), skips(stopped, stopWhy),
+			skips(fc.ThreadMutedItems, db.SkipMutedThread)),
+		Read: skips(read, db.SkipRead),
 	}
 	return items, rec, c, nil
 }
