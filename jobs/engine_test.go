@@ -678,11 +678,22 @@ func TestBatchOfADeletedRecipientIsCanceled(t *testing.T) {
 // one batch; a field given overrides the stored one, an empty one keeps
 // it (a time zone left out does not fall back to UTC), and a recipient
 // named twice in one event reads as two updates in a row.
+//
+// It runs at 300 recipients and at more than a chunk, where the inline
+// recipients are saved before the event's transaction (saveAhead).
 func TestRepeatFanOutMergesInlineRecipients(t *testing.T) {
 	t.Parallel()
+	for _, n := range []int{300, 10_050} {
+		t.Run(itoa(int64(n)), func(t *testing.T) {
+			t.Parallel()
+			repeatFanOutMergesInlineRecipients(t, n)
+		})
+	}
+}
+
+func repeatFanOutMergesInlineRecipients(t *testing.T, n int) {
 	b := setup(t)
 	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
-	const n = 300
 	id := func(i int) string { return "f" + itoa(int64(i)) }
 	zones := []string{"Asia/Tokyo", "Europe/Berlin", "America/Chicago"}
 	type fields struct{ email, name, zone string }

@@ -160,6 +160,37 @@ func TestInlineFanOutNamesAnUnknownID(t *testing.T) {
 	}
 }
 
+// A fan-out of more than a chunk saves its inline recipients before its
+// transaction; a replay of its idempotency key answers the first answer
+// and must not save them again over what changed since.
+func TestInlineFanOutReplayLeavesItsRecipientsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	var rs []batching.RecipientRef
+	for i := range 10_001 {
+		id := fmt.Sprintf("in%05d", i)
+		rs = append(rs, batching.RecipientRef{ID: id, Email: id + "@example.com", Name: "First", Inline: true})
+	}
+	ev := &batching.Event{Type: "post", Key: "post-1", Actor: batching.Actor{ID: "a"}, Recipients: rs}
+	ctx := context.Background()
+	res, err := b.engine.Ingest(ctx, 1, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Pool.Exec(ctx, `UPDATE recipients SET name = 'Changed' WHERE id = 'in10000'`); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.engine.Ingest(ctx, 1, ev)
+	if err != nil || again.ID != res.ID {
+		t.Fatalf("replay: %+v, %v; want event %d again", again, err, res.ID)
+	}
+	rec, err := db.GetRecipient(ctx, b.db.Bun, "in10000")
+	if err != nil || rec.Name != "Changed" {
+		t.Fatalf("after a replay the recipient is named %q (%v), want the change made since kept", rec.Name, err)
+	}
+}
+
 // TestFanOutWithOneConnectionLeft: when the pool has no connection to
 // spare for reading ahead, a fan-out reads in its own transaction rather
 // than wait for one that the events holding them may never give back.

@@ -107,6 +107,7 @@ type Recipients []RecipientRef
 // "recipients".
 func (rs *Recipients) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -124,14 +125,34 @@ func (rs *Recipients) UnmarshalJSON(b []byte) error {
 			return &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
 				"has more than %d recipients; at most %d are allowed per event: send the rest in further events", MaxRecipients, MaxRecipients)}}}
 		}
-		var r RecipientRef
-		if err := dec.Decode(&r); err != nil {
+		r, err := decodeRef(dec, b)
+		if err != nil {
 			return recipientDecodeError(i, err)
 		}
 		list = append(list, r)
 	}
 	*rs = list
 	return nil
+}
+
+// decodeRef decodes the next entry of the list b that dec reads. An id or
+// an object is decoded in place, by dec itself: through
+// RecipientRef.UnmarshalJSON, each of 100,000 objects would be scanned
+// twice more and get a decoder of its own (a quarter of a second). What
+// is neither goes through UnmarshalJSON, which names what it must be.
+func decodeRef(dec *json.Decoder, b []byte) (RecipientRef, error) {
+	var r RecipientRef
+	rest := bytes.TrimLeft(b[dec.InputOffset():], ", \t\r\n")
+	switch {
+	case len(rest) > 0 && rest[0] == '"':
+		return r, dec.Decode(&r.ID)
+	case len(rest) > 0 && rest[0] == '{':
+		type plain RecipientRef
+		err := dec.Decode((*plain)(&r))
+		r.Inline = true
+		return r, err
+	}
+	return r, dec.Decode(&r)
 }
 
 // recipientDecodeError names the entry a decoding error is about.
@@ -230,6 +251,9 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 
 // ingestAlone writes one event in a transaction of its own.
 func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResult, error) {
+	if err := e.saveAhead(ctx, &call); err != nil {
+		return nil, err
+	}
 	var res *IngestResult
 	replayed := false
 	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
@@ -255,6 +279,58 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 		e.count(res)
 	}
 	return res, nil
+}
+
+// saveAhead saves the recipients a fan-out of more than one chunk gives
+// inline before its transaction begins, in a transaction of their own,
+// and marks them saved. Written inside, they would be visible only to
+// the transaction, so it could not read its chunks ahead on a second
+// connection (prefetch.go), and their upsert would hold it up as well.
+// Done first, their row locks are released before the event takes any
+// batch's, as they would be inside: every ingestion locks recipients
+// before batches, so two cannot wait for each other.
+//
+// Nothing is saved for an event refused for an unknown recipient, nor
+// for a replayed idempotency key, whose answer is the first one's and
+// whose recipients must not be written again over later changes. An
+// event that fails later (a server error, a lost connection) leaves its
+// inline recipients saved, as if each had been sent with PUT first.
+func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
+	rs := call.ev.Recipients
+	if len(rs) <= fanOutChunk || !slices.ContainsFunc(rs, func(r RecipientRef) bool { return r.Inline }) {
+		return nil
+	}
+	if call.ev.Key != "" {
+		used, err := db.EventKeyUsed(ctx, e.DB.Pool, call.apiKeyID, call.ev.Key)
+		if err != nil || used {
+			return err
+		}
+	}
+	unknown, err := db.UnknownRecipients(ctx, e.DB.Pool, bareIDs(rs))
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return (&member{ingestCall: *call}).unknownRecipient(unknown)
+	}
+	// Its commit need not wait for the disk: the event's own, which
+	// waits, writes the log up to and past it.
+	err = e.DB.InTxAsyncCommit(ctx, func(tx pgx.Tx) error {
+		return db.UpsertRecipients(ctx, tx, inlineOf(rs))
+	})
+	call.saved = err == nil
+	return err
+}
+
+// inlineOf is the recipients of rs given inline, as saved.
+func inlineOf(rs []RecipientRef) []db.InlineRecipient {
+	var out []db.InlineRecipient
+	for _, r := range rs {
+		if r.Inline {
+			out = append(out, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+		}
+	}
+	return out
 }
 
 func (e *Engine) count(res *IngestResult) {
@@ -294,7 +370,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		}
 	}
 	var ahead *readAhead
-	if len(chunks) > 1 && !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline }) {
+	if len(chunks) > 1 && (call.saved || !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline })) {
 		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
 	}
 	if ahead != nil {
@@ -382,7 +458,7 @@ func (in *ingestion) store(ctx context.Context) error {
 		m.ids = make([]string, len(ev.Recipients))
 		for j, r := range ev.Recipients {
 			m.ids[j] = r.ID
-			if !r.Inline {
+			if !r.Inline || m.saved {
 				continue
 			}
 			if k, ok := seen[r.ID]; ok {

@@ -103,6 +103,9 @@ type ingestCall struct {
 	apiKeyID int64
 	typ      *db.Type
 	ev       *Event
+	// saved says its inline recipients were saved before its
+	// transaction (saveAhead).
+	saved bool
 }
 
 // ingestOut is a set's answer for one event: its result or error, or
