@@ -23,7 +23,12 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, res)
+	answer, err := res.JSON()
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeEncoded(w, http.StatusAccepted, answer)
 }
 
 // retractEvent takes an event's notifications out of unsent batches:

@@ -211,7 +211,48 @@ type IngestResult struct {
 	Batches       []BatchRef `json:"batches"`
 	// opened counts the batches this event opened, for metrics.
 	opened int
+	// ahead is the answer being encoded while the transaction ends
+	// (encodeAhead), or nil.
+	ahead *encoding
 }
+
+// encoding is an answer encoded on another goroutine.
+type encoding struct {
+	done chan struct{}
+	json []byte
+	err  error
+}
+
+// encodeAhead starts encoding the answer of an event that is written
+// whole, so that the 9 MB answer of a fan-out to 100,000 recipients is
+// ready when its commit returns rather than begun then, and is encoded
+// once for both the client and the idempotency key's record. res must
+// not change after.
+func (res *IngestResult) encodeAhead() {
+	e := &encoding{done: make(chan struct{})}
+	res.ahead = e
+	go func() {
+		defer close(e.done)
+		e.json, e.err = res.encode()
+	}()
+}
+
+func (res *IngestResult) encode() ([]byte, error) {
+	type plain IngestResult
+	return json.Marshal((*plain)(res))
+}
+
+// JSON is the answer encoded: what encodeAhead wrote, or encoded now.
+func (res *IngestResult) JSON() ([]byte, error) {
+	if e := res.ahead; e != nil {
+		<-e.done
+		return e.json, e.err
+	}
+	return res.encode()
+}
+
+// MarshalJSON is JSON, for an answer inside another value.
+func (res *IngestResult) MarshalJSON() ([]byte, error) { return res.JSON() }
 
 // BatchRef says where one recipient's notification went.
 type BatchRef struct {
@@ -397,6 +438,9 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		if err != nil {
 			return nil, err
 		}
+	}
+	if len(chunks) > 1 {
+		m.res.encodeAhead()
 	}
 	if err := in.Scheduler.ScheduleWakes(ctx, tx, in.wake.wakes()); err != nil {
 		return nil, fmt.Errorf("schedule wakes: %w", err)
