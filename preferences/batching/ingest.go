@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -354,11 +355,21 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	if len(unknown) > 0 {
 		return (&member{ingestCall: *call}).unknownRecipient(unknown)
 	}
-	// Its commit need not wait for the disk: the event's own, which
-	// waits, writes the log up to and past it.
-	err = e.DB.InTxAsyncCommit(ctx, func(tx pgx.Tx) error {
-		return db.UpsertRecipients(ctx, tx, inlineOf(rs))
-	})
+	// Two halves are saved at once, one a core. Each locks its rows in
+	// id order, like every other writer of recipients, so no two can wait
+	// for each other. A commit here need not wait for the disk: the
+	// event's own, which waits, writes the log up to and past it.
+	inline := inlineOf(rs)
+	halves := [][]db.InlineRecipient{inline[:len(inline)/2], inline[len(inline)/2:]}
+	errs := make([]error, len(halves))
+	var wg sync.WaitGroup
+	for i, half := range halves {
+		wg.Go(func() {
+			errs[i] = e.DB.InTxAsyncCommit(ctx, func(tx pgx.Tx) error { return db.UpsertRecipients(ctx, tx, half) })
+		})
+	}
+	wg.Wait()
+	err = errors.Join(errs...)
 	call.saved = err == nil
 	return err
 }
