@@ -1,0 +1,67 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// skipped sums what the skip log holds for a batch.
+func (b *testBundle) skipped(t *testing.T, batchID int64) int {
+	t.Helper()
+	return b.count(t, `SELECT coalesce(sum(items), 0)::int FROM skips WHERE batch_id = $1`, batchID)
+}
+
+// digestOf opens bob's daily digest with a comment of thread doc:1, a
+// comment of doc:2 and a like, and returns the digest and the
+// notification ids by what they are.
+func (b *testBundle) digestOf(t *testing.T) (int64, map[string]int64) {
+	t.Helper()
+	b.saveType(t, db.Type{Key: "comment", DefaultMode: "daily", SkipRead: true})
+	b.saveType(t, db.Type{Key: "like", DefaultMode: "daily", SkipRead: true})
+	id := b.postThread(t, "ann", "doc:1").Batches[0].ID
+	b.postThread(t, "cy", "doc:2")
+	b.post(t, "like", "dee", "bob")
+	ids := map[string]int64{}
+	rows, err := b.db.Pool.Query(context.Background(), `
+		SELECT n.type_key || coalesce(':' || nullif(e.batch_key, ''), ''), n.id, n.batch_id
+		FROM notifications n JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+		WHERE n.recipient_id = 'bob'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var n, batch int64
+		if err := rows.Scan(&k, &n, &batch); err != nil {
+			t.Fatal(err)
+		}
+		if batch != id {
+			t.Fatalf("%s is in batch %d, not the digest %d", k, batch, id)
+		}
+		ids[k] = n
+	}
+	return id, ids
+}
+
+// A notification read in the app, and so logged as read, whose thread is
+// muted before the digest goes out was logged a second time, as muted.
+func TestReadItemOfAMutedThreadIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id, ids := b.digestOf(t)
+	ctx := context.Background()
+	if _, err := b.engine.MarkRead(ctx, "bob", []int64{ids["comment:doc:1"]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.mute(t, "comment+doc:1", 0)
+	b.clock.Advance(48 * time.Hour)
+	b.flushDue(t)
+	srv.WaitFor(t, 1, 5*time.Second)
+	if got := b.skipped(t, id); got != 1 {
+		t.Fatalf("the skip log holds %d items of the digest, want the 1 read (2 went out)", got)
+	}
+}
