@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/mail"
 )
 
 // skipped sums what the skip log holds for a batch.
@@ -63,5 +64,58 @@ func TestReadItemOfAMutedThreadIsLoggedOnce(t *testing.T) {
 	srv.WaitFor(t, 1, 5*time.Second)
 	if got := b.skipped(t, id); got != 1 {
 		t.Fatalf("the skip log holds %d items of the digest, want the 1 read (2 went out)", got)
+	}
+}
+
+// A retry canceled for what changed since the first attempt logs only
+// what the first attempt did not: the like it left out as muted was
+// logged again with the whole batch.
+func TestRetryCanceledLogsEachItemOnce(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id, _ := b.digestOf(t)
+	ctx := context.Background()
+	b.setPref(t, "bob", "like", "never", 0, -1)
+	b.clock.Advance(48 * time.Hour)
+	srv.FailNext(451, "4.3.0 try again later", 1)
+	if err := b.workAs(ctx, 7, id, 1); err == nil || !mail.IsTemporary(err) {
+		t.Fatalf("first attempt: %v, want a temporary error", err)
+	}
+	if _, err := b.engine.MarkRead(ctx, "bob", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.workAs(ctx, 7, id, 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := b.batch(t, id); got.State != db.StateCanceled {
+		t.Fatalf("the retry left the batch %s, want canceled", got.State)
+	}
+	if got := b.skipped(t, id); got != 3 {
+		t.Fatalf("the skip log holds %d items of the canceled digest of 3", got)
+	}
+}
+
+// A notification left out as muted by the first attempt and read in the
+// app before the retry was logged twice: as muted, and as read.
+func TestRetryLogsAMutedItemReadSinceOnce(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id, ids := b.digestOf(t)
+	ctx := context.Background()
+	b.setPref(t, "bob", "like", "never", 0, -1)
+	b.clock.Advance(48 * time.Hour)
+	srv.FailNext(451, "4.3.0 try again later", 1)
+	if err := b.workAs(ctx, 7, id, 1); err == nil || !mail.IsTemporary(err) {
+		t.Fatalf("first attempt: %v, want a temporary error", err)
+	}
+	if _, err := b.engine.MarkRead(ctx, "bob", []int64{ids["like"]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.workAs(ctx, 7, id, 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	srv.WaitFor(t, 1, 5*time.Second)
+	if got := b.skipped(t, id); got != 1 {
+		t.Fatalf("the skip log holds %d items of the digest, want the 1 like (2 comments went out)", got)
 	}
 }

@@ -273,7 +273,7 @@ func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 	var dropped, again []db.Skip
 	for _, p := range plans {
 		if p.skip != "" {
-			if err := w.cancel(ctx, tx, p.content.Batch, p.skip, now); err != nil {
+			if err := w.cancel(ctx, tx, p.content.Batch, p.skip, p.again, now); err != nil {
 				return err
 			}
 			continue
@@ -394,15 +394,25 @@ func (w *FlushWorker) envelope() batching.Envelope {
 	return batching.Envelope{From: w.From, Links: w.Links, Brand: w.Brands.Get(context.Background()), DefaultLocale: w.DefaultLocale}
 }
 
-func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {
+// cancel cancels batch b and logs what it held for reason. A batch
+// composed before (again) logged what its earlier attempts left out, which
+// its count still holds, so only the rest is logged now.
+func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, again bool, now time.Time) error {
 	if err := db.SetBatchState(ctx, tx, b.ID, db.StateCanceled, reason, 0, now); err != nil {
 		return err
+	}
+	n := b.ItemCount
+	if again {
+		var err error
+		if n, err = db.UnloggedItems(ctx, tx, b.ID); err != nil || n == 0 {
+			return err
+		}
 	}
 	typ := ""
 	if b.TypeKey != nil {
 		typ = *b.TypeKey
 	}
-	return db.InsertSkips(ctx, tx, []db.Skip{{RecipientID: b.RecipientID, TypeKey: typ, BatchID: &b.ID, Items: b.ItemCount, Reason: reason}})
+	return db.InsertSkips(ctx, tx, []db.Skip{{RecipientID: b.RecipientID, TypeKey: typ, BatchID: &b.ID, Items: n, Reason: reason}})
 }
 
 // flagLost handles an at-most-once batch found "sent" by a job that runs
