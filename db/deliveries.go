@@ -438,6 +438,34 @@ func UnloggedItems(ctx context.Context, q Querier, id int64) (int, error) {
 	return max(n, 0), nil
 }
 
+// FlushLogged reads, by type and reason, what earlier attempts to send
+// batch id left out and logged: muted, unsubscribed, suppressed. Reads and
+// retractions are left out (a read stays read, and a retracted item is
+// not in the batch's items), and so are folds into the held digest.
+func FlushLogged(ctx context.Context, q Querier, id int64) (map[string]map[string]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT type_key, reason, sum(items)::int FROM skips
+		WHERE batch_id = $1 AND reason NOT IN ($2, $3) AND NOT starts_with(reason, $4)
+		GROUP BY 1, 2`, id, SkipRead, SkipRetracted, SkipHeldByBudget)
+	if err != nil {
+		return nil, fmt.Errorf("read skip log of batch %d: %w", id, err)
+	}
+	out := map[string]map[string]int{}
+	var typ, reason string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&typ, &reason, &n}, func() error {
+		if out[typ] == nil {
+			out[typ] = map[string]int{}
+		}
+		out[typ][reason] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read skip log of batch %d: %w", id, err)
+	}
+	return out, nil
+}
+
 // GetOutbox loads one outbox email.
 func GetOutbox(ctx context.Context, q Querier, id int64) (*OutboxMessage, error) {
 	var m OutboxMessage

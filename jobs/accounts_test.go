@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"mime"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +119,32 @@ func TestRetryLogsAMutedItemReadSinceOnce(t *testing.T) {
 	srv.WaitFor(t, 1, 5*time.Second)
 	if got := b.skipped(t, id); got != 1 {
 		t.Fatalf("the skip log holds %d items of the digest, want the 1 like (2 comments went out)", got)
+	}
+}
+
+// A notification the first attempt left out as muted, and logged, went
+// out with the retry once the recipient unmuted its type in between:
+// in the email and in the skip log. The retry leaves it out again.
+func TestRetryLeavesOutWhatItLoggedBeforeAnUnmute(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	id, _ := b.digestOf(t)
+	ctx := context.Background()
+	b.setPref(t, "bob", "like", "never", 0, -1)
+	b.clock.Advance(48 * time.Hour)
+	srv.FailNext(451, "4.3.0 try again later", 1)
+	if err := b.workAs(ctx, 7, id, 1); err == nil || !mail.IsTemporary(err) {
+		t.Fatalf("first attempt: %v, want a temporary error", err)
+	}
+	b.setPref(t, "bob", "like", "daily", 0, -1)
+	if err := b.workAs(ctx, 7, id, 2); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	subject, err := new(mime.WordDecoder).DecodeHeader(srv.WaitFor(t, 1, 5*time.Second)[0].Header.Get("Subject"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.skipped(t, id); got != 1 || !strings.Contains(subject, "2 updates") {
+		t.Fatalf("the skip log holds %d items of the digest and the email is %q: want the like logged and the 2 comments sent", got, subject)
 	}
 }

@@ -363,6 +363,10 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 		if b.FlushJobID != nil && *b.FlushJobID != job.ID {
 			return nil, 0, nil
 		}
+		var err error
+		if fc.Logged, err = db.FlushLogged(ctx, tx, b.ID); err != nil {
+			return nil, 0, err
+		}
 	case db.StateSent:
 		// At-most-once marks a batch sent before SMTP answers. Only the
 		// job that marked it, run again, knows that its send died with

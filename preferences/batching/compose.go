@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"maps"
 	"net/mail"
 	"slices"
 	"strings"
@@ -330,6 +331,13 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			items = append(items, it)
 		}
 	}
+	var logged []db.Skip
+	items, logged = leftOutBefore(fc, items, func(key string) int {
+		return muted[key] + stopped[key] + read[key] + fc.ThreadMutedItems[key]
+	})
+	if len(logged) > 0 {
+		reason = logged[0].Reason
+	}
 	mutedWhy := db.SkipMuted
 	if rec != nil && rec.Unsubscribed {
 		mutedWhy = db.SkipUnsubscribed
@@ -364,5 +372,51 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			skips(fc.ThreadMutedItems, db.SkipMutedThread)),
 		Read: skips(read, db.SkipRead),
 	}
+	for _, s := range logged {
+		s.RecipientID = rec.ID
+		c.Dropped = append(c.Dropped, s)
+	}
 	return items, rec, c, nil
+}
+
+// leftOutBefore takes out of items, for a batch composed again, what an
+// earlier attempt left out and logged (fc.Logged) beyond what is left out
+// now (out, by type): an item unmuted since would otherwise go out and be
+// in the skip log too. It returns the items still to send and the skips
+// of those it took out, under the reasons logged, which the skip log
+// holds already.
+func leftOutBefore(fc *db.FlushContent, items []db.Item, out func(key string) int) ([]db.Item, []db.Skip) {
+	var taken []db.Skip
+	for _, key := range slices.Sorted(maps.Keys(fc.Logged)) {
+		byReason := maps.Clone(fc.Logged[key])
+		n := -out(key)
+		for _, reason := range slices.Sorted(maps.Keys(byReason)) {
+			n += byReason[reason]
+		}
+		for i := len(items) - 1; i >= 0 && n > 0; i-- {
+			if items[i].TypeKey != key {
+				continue
+			}
+			items, n = slices.Delete(items, i, i+1), n-1
+			taken = addSkip(taken, fc, key, byReason)
+		}
+	}
+	return items, taken
+}
+
+// addSkip counts one more item of type key in taken, under the first
+// reason of byReason not used up yet.
+func addSkip(taken []db.Skip, fc *db.FlushContent, key string, byReason map[string]int) []db.Skip {
+	for _, reason := range slices.Sorted(maps.Keys(byReason)) {
+		if byReason[reason] == 0 {
+			continue
+		}
+		byReason[reason]--
+		if n := len(taken); n > 0 && taken[n-1].TypeKey == key && taken[n-1].Reason == reason {
+			taken[n-1].Items++
+			return taken
+		}
+		return append(taken, db.Skip{TypeKey: key, BatchID: &fc.Batch.ID, Items: 1, Reason: reason})
+	}
+	return taken
 }
