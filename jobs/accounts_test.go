@@ -9,6 +9,7 @@ import (
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/mail"
+	"github.com/lull-dev/lull/preferences"
 )
 
 // skipped sums what the skip log holds for a batch.
@@ -146,5 +147,50 @@ func TestRetryLeavesOutWhatItLoggedBeforeAnUnmute(t *testing.T) {
 	}
 	if got := b.skipped(t, id); got != 1 || !strings.Contains(subject, "2 updates") {
 		t.Fatalf("the skip log holds %d items of the digest and the email is %q: want the like logged and the 2 comments sent", got, subject)
+	}
+}
+
+// A notification named to be marked read stays unread if, while the
+// mark-read waited for its batch, a flush folded that batch into a held
+// digest it opened: the digest was not among the batches locked.
+func TestMarkReadByIDRacingAFoldIntoANewHeldDigest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "comment", SkipRead: true})
+	b.recipient(t, "r0", "UTC")
+	ctx := context.Background()
+	from := b.post(t, "comment", "ann", "r0").Batches[0].ID
+	note := b.unread(t, "r0")[0]
+	flush, err := b.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flush.Rollback(ctx)
+	batch, err := db.LockBatch(ctx, flush, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := b.engine.MarkRead(ctx, "r0", []int64{note}, nil); read <- err }()
+	if err := (&holdingScheduler{db: b.db}).waitForWaiter(ctx, flush, make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	now := b.clock.Now()
+	f, err := db.FoldIntoHeld(ctx, flush, batch, []string{"comment"}, preferences.HeldKey, now.Add(24*time.Hour), now, now)
+	if err != nil || !f.Opened {
+		t.Fatalf("fold: %+v, %v", f, err)
+	}
+	if err := flush.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if n := b.unread(t, "r0"); len(n) != 0 {
+		t.Fatalf("notification %v is unread after it was marked read", n)
+	}
+	held := b.batch(t, f.Held)
+	if held.State != db.StateCanceled || held.ItemCount != 0 || b.skipped(t, f.Held) != 1 {
+		t.Fatalf("the held digest is %s counting %d with %d logged, want canceled as read with its 1 logged", held.State, held.ItemCount, b.skipped(t, f.Held))
 	}
 }
