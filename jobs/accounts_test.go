@@ -194,3 +194,36 @@ func TestMarkReadByIDRacingAFoldIntoANewHeldDigest(t *testing.T) {
 		t.Fatalf("the held digest is %s counting %d with %d logged, want canceled as read with its 1 logged", held.State, held.ItemCount, b.skipped(t, f.Held))
 	}
 }
+
+// A batch over budget whose only items of types that count were read in
+// the app folded nothing, but opened an empty held digest, which its
+// flush canceled logging one item it never held.
+func TestFoldOfNothingLogsNothing(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	b.saveType(t, db.Type{Key: "digestible", DefaultMode: "daily", SkipRead: true})
+	b.saveType(t, db.Type{Key: "security.daily", DefaultMode: "daily", Required: true})
+	b.setBudget(t, "bob", 1)
+	b.post(t, "digestible", "system", "bob")
+	b.post(t, "security.daily", "system", "bob")
+	var read int64
+	if err := b.db.Pool.QueryRow(context.Background(), `SELECT id FROM notifications WHERE type_key = 'digestible'`).Scan(&read); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.engine.MarkRead(context.Background(), "bob", []int64{read}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Set(time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC))
+	b.post(t, "alert", "system", "bob") // the one email of the day
+	b.flushDue(t)
+	b.clock.Set(time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC))
+	b.flushDue(t)
+	b.clock.Advance(72 * time.Hour)
+	b.flushDue(t)
+	srv.WaitFor(t, 2, 5*time.Second)
+	logged := b.count(t, `SELECT coalesce(sum(s.items), 0)::int FROM skips s JOIN batches b ON b.id = s.batch_id WHERE b.batch_key = $1`, preferences.HeldKey)
+	held := b.count(t, `SELECT count(*)::int FROM notifications n JOIN batches b ON b.id = n.batch_id WHERE b.batch_key = $1`, preferences.HeldKey)
+	if logged != held {
+		t.Fatalf("the skip log holds %d items of held digests holding %d", logged, held)
+	}
+}
