@@ -390,8 +390,8 @@ func leftOutBefore(fc *db.FlushContent, items []db.Item, out func(key string) in
 	for _, key := range slices.Sorted(maps.Keys(fc.Logged)) {
 		byReason := maps.Clone(fc.Logged[key])
 		n := -out(key)
-		for _, reason := range slices.Sorted(maps.Keys(byReason)) {
-			n += byReason[reason]
+		for _, logged := range byReason {
+			n += logged
 		}
 		for i := len(items) - 1; i >= 0 && n > 0; i-- {
 			if items[i].TypeKey != key {
