@@ -227,3 +227,26 @@ func TestFoldOfNothingLogsNothing(t *testing.T) {
 		t.Fatalf("the skip log holds %d items of held digests holding %d", logged, held)
 	}
 }
+
+// A notification read in the app while its type kept read notifications
+// in emails stayed in its batch's count, unlogged; the type then left
+// read notifications out, and the flush left it out of the email without
+// logging it: accounted for nowhere.
+func TestReadBeforeItsTypeSkipsReadIsLogged(t *testing.T) {
+	t.Parallel()
+	b, srv := smtpSetup(t)
+	b.saveType(t, db.Type{Key: "comment"})
+	id := b.post(t, "comment", "ann", "bob").Batches[0].ID
+	b.post(t, "comment", "cy", "bob")
+	ctx := context.Background()
+	if _, err := b.engine.MarkRead(ctx, "bob", b.unread(t, "bob")[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	b.saveType(t, db.Type{Key: "comment", SkipRead: true})
+	b.clock.Advance(6 * time.Minute)
+	b.flushDue(t)
+	srv.WaitFor(t, 1, 5*time.Second)
+	if got := b.skipped(t, id); got != 1 {
+		t.Fatalf("the skip log holds %d items of the batch, want the 1 read (1 went out)", got)
+	}
+}

@@ -111,10 +111,11 @@ type sendPlan struct {
 	// skip is why the batch is canceled instead: nothing to send.
 	skip string
 	// dropped is the skip log of what the recipient no longer wants,
-	// left out of an email that still goes out; again says the batch was
-	// composed before (a retry, a takeover), so part of it may be logged.
-	dropped []db.Skip
-	again   bool
+	// left out of an email that still goes out, and read what it leaves
+	// out as read in the app; again says the batch was composed before (a
+	// retry, a takeover), so part of it may be logged.
+	dropped, read []db.Skip
+	again         bool
 	// input is what msg was rendered from; passengers are the batches
 	// whose recipients this plan's shared email also goes to, and rider
 	// marks such a batch (shared.go).
@@ -279,6 +280,9 @@ func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 			continue
 		}
 		starts = append(starts, db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject})
+		// Reads are logged when they happen, but not one of a type that
+		// kept read notifications in emails then: check them all.
+		again = append(again, p.read...)
 		if p.again {
 			again = append(again, p.dropped...)
 		} else {
@@ -386,12 +390,10 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 
 // take records what Compose made of the plan's batch.
 func (p *sendPlan) take(c batching.Composed) {
-	p.msg, p.skip, p.dropped = c.Message, c.Skip, c.Dropped
-	if p.again = p.content.Batch.State != db.StateOpen; p.again {
-		// What was read in the app while the batch was flushing was never
-		// logged: read, it no longer belonged to an open batch.
-		p.dropped = append(p.dropped, c.Read...)
-	}
+	// What was read in the app while the batch was flushing was never
+	// logged: read, it no longer belonged to an open batch.
+	p.msg, p.skip, p.dropped, p.read = c.Message, c.Skip, c.Dropped, c.Read
+	p.again = p.content.Batch.State != db.StateOpen
 }
 
 func (w *FlushWorker) envelope() batching.Envelope {
