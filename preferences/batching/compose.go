@@ -393,13 +393,28 @@ func leftOutBefore(fc *db.FlushContent, items []db.Item, out func(key string) in
 		for _, logged := range byReason {
 			n += logged
 		}
-		for i := len(items) - 1; i >= 0 && n > 0; i-- {
-			if items[i].TypeKey != key {
-				continue
+		// Taken from the end the email does not show, whose data the
+		// flush did not read.
+		var of []int
+		for i, it := range items {
+			if it.TypeKey == key {
+				of = append(of, i)
 			}
-			items, n = slices.Delete(items, i, i+1), n-1
-			taken = addSkip(taken, fc, key, byReason)
 		}
+		if t := fc.Types[key]; t != nil && t.ItemOrder == "first" {
+			slices.Reverse(of)
+		}
+		drop := map[int]bool{}
+		for _, i := range of[:min(max(n, 0), len(of))] {
+			drop[i], taken = true, addSkip(taken, fc, key, byReason)
+		}
+		kept := items[:0:0]
+		for i, it := range items {
+			if !drop[i] {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
 	}
 	return items, taken
 }
