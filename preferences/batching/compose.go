@@ -221,8 +221,9 @@ type Composed struct {
 	// left out of an email that still goes out.
 	Dropped []db.Skip
 	// Read is what the email leaves out as read in the app. It was logged
-	// when it was read if its batch was still open then; a flush that
-	// sends a batch again (a retry, a takeover) logs what was read since.
+	// when it was read if its batch was still open and its type left read
+	// notifications out then; the flush logs the rest (read since a first
+	// attempt, or before the type's skip_read was set).
 	Read []db.Skip
 }
 
