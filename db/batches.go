@@ -823,6 +823,9 @@ type FlushContent struct {
 	// ThreadMutedItems counts, by type, the items taken out of the batch
 	// because their thread is muted (a digest's), for the skip log.
 	ThreadMutedItems map[string]int
+	// Logged counts, by type and reason, the items an earlier attempt to
+	// send the batch left out and logged (see FlushLogged).
+	Logged map[string]map[string]int
 }
 
 // The reads of a flush, each about the batches in $1. Types and

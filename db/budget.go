@@ -133,6 +133,17 @@ func FoldIntoHeld(ctx context.Context, q Querier, b *Batch, types []string, held
 		return f, fmt.Errorf("fold batch %d: %w", b.ID, err)
 	}
 	f.Left = max(b.ItemCount-total, 0)
+	if total == 0 && f.Left > 0 {
+		// Nothing to hold (what counts was all read in the app): a held
+		// digest opened for nothing would hold a place in tomorrow's
+		// budget and, canceled empty, log an item it never held.
+		if f.Opened {
+			if _, err := q.Exec(ctx, `DELETE FROM batches WHERE id = $1`, f.Held); err != nil {
+				return f, fmt.Errorf("fold batch %d: %w", b.ID, err)
+			}
+		}
+		return Fold{Moved: f.Moved, Left: f.Left}, nil
+	}
 	_, err = q.Exec(ctx, `
 		WITH held AS (UPDATE batches SET item_count = item_count + $3 WHERE id = $2)
 		UPDATE batches SET item_count = $4, folded_into = $2,

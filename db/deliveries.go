@@ -343,39 +343,125 @@ func InsertSkips(ctx context.Context, q Querier, skips []Skip) error {
 // UnloggedSkips is what of skips, each naming its batch, the skip log
 // does not hold yet: a batch composed again after a retry or a takeover
 // leaves out again what its first attempt logged, and only what was left
-// out since (read in the app, muted meanwhile) is new. The log is matched
-// by batch and reason: a read logged when it happened names the batch's
-// type, which a digest does not have, where its flush names the item's.
+// out since (read in the app, muted meanwhile) is new. How many are new
+// is the batch's count: what its live notifications leave out now, less
+// what the log holds for them. Which are new is matched by reason, so
+// that a read since is logged as read; a read logged when it happened
+// names the batch's type, which a digest does not have, where its flush
+// names the item's, so the type is not matched. An item whose reason
+// changed since it was logged (muted, then read) matches nothing, and
+// the count keeps it from being logged twice.
 func UnloggedSkips(ctx context.Context, q Querier, skips []Skip) ([]Skip, error) {
 	if len(skips) == 0 {
 		return nil, nil
 	}
 	ids := make([]int64, 0, len(skips))
+	need := map[int64]int{} // batch -> how many are new
 	for _, s := range skips {
 		ids = append(ids, *s.BatchID)
+		need[*s.BatchID] += s.Items
 	}
-	rows, err := q.Query(ctx, `SELECT batch_id, reason, sum(items)::int FROM skips WHERE batch_id = ANY($1) GROUP BY 1, 2`, ids)
+	logged, live, err := skipLog(ctx, q, ids)
 	if err != nil {
-		return nil, fmt.Errorf("read skip log: %w", err)
+		return nil, err
 	}
-	type key struct {
-		batch  int64
-		reason string
+	for id := range need {
+		need[id] = max(need[id]-live[id], 0)
 	}
-	logged := map[key]int{}
-	var k key
-	var n int
-	if _, err := pgx.ForEachRow(rows, []any{&k.batch, &k.reason, &n}, func() error { logged[k] = n; return nil }); err != nil {
-		return nil, fmt.Errorf("read skip log: %w", err)
-	}
-	var out []Skip
-	for _, s := range skips {
-		k := key{*s.BatchID, s.Reason}
+	fresh := make([]int, len(skips))
+	for i, s := range skips {
+		k := skipKey{*s.BatchID, s.Reason}
 		taken := min(logged[k], s.Items)
 		logged[k] -= taken
-		if s.Items -= taken; s.Items > 0 {
+		fresh[i] = min(s.Items-taken, need[k.batch])
+		need[k.batch] -= fresh[i]
+	}
+	var out []Skip
+	for i, s := range skips {
+		more := min(s.Items-fresh[i], need[*s.BatchID])
+		need[*s.BatchID] -= more
+		if s.Items = fresh[i] + more; s.Items > 0 {
 			out = append(out, s)
 		}
+	}
+	return out, nil
+}
+
+type skipKey struct {
+	batch  int64
+	reason string
+}
+
+// skipLog reads what the skip log holds for batches ids, by batch and
+// reason, and how much of it is about their live notifications: each
+// retracted one is logged once (retracted, or read before), and the
+// notifications a fold into the held digest logged went to that digest.
+func skipLog(ctx context.Context, q Querier, ids []int64) (map[skipKey]int, map[int64]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT batch_id, reason, sum(items)::int FROM skips
+		WHERE batch_id = ANY($1) AND NOT starts_with(reason, $2) GROUP BY 1, 2
+		UNION ALL
+		SELECT batch_id, NULL, -count(*)::int FROM notifications
+		WHERE batch_id = ANY($1) AND retracted_at IS NOT NULL GROUP BY 1`, ids, SkipHeldByBudget)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read skip log: %w", err)
+	}
+	logged, live := map[skipKey]int{}, map[int64]int{}
+	var id int64
+	var reason *string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &reason, &n}, func() error {
+		if reason != nil {
+			logged[skipKey{id, *reason}] = n
+		}
+		live[id] += n
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read skip log: %w", err)
+	}
+	return logged, live, nil
+}
+
+// UnloggedItems counts the notifications of batch id that the skip log
+// does not hold: those a batch composed again and canceled leaves out
+// for its reason, beside what earlier attempts logged.
+func UnloggedItems(ctx context.Context, q Querier, id int64) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM notifications WHERE batch_id = $1)
+		     - (SELECT coalesce(sum(items), 0) FROM skips WHERE batch_id = $1 AND NOT starts_with(reason, $2))`,
+		id, SkipHeldByBudget).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("read skip log of batch %d: %w", id, err)
+	}
+	return max(n, 0), nil
+}
+
+// FlushLogged reads, by type and reason, what earlier attempts to send
+// batch id left out and logged: muted, unsubscribed, suppressed. Reads and
+// retractions are left out (a read stays read, and a retracted item is
+// not in the batch's items), and so are folds into the held digest.
+func FlushLogged(ctx context.Context, q Querier, id int64) (map[string]map[string]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT type_key, reason, sum(items)::int FROM skips
+		WHERE batch_id = $1 AND reason NOT IN ($2, $3) AND NOT starts_with(reason, $4)
+		GROUP BY 1, 2`, id, SkipRead, SkipRetracted, SkipHeldByBudget)
+	if err != nil {
+		return nil, fmt.Errorf("read skip log of batch %d: %w", id, err)
+	}
+	out := map[string]map[string]int{}
+	var typ, reason string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&typ, &reason, &n}, func() error {
+		if out[typ] == nil {
+			out[typ] = map[string]int{}
+		}
+		out[typ][reason] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read skip log of batch %d: %w", id, err)
 	}
 	return out, nil
 }

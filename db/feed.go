@@ -95,7 +95,8 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // it. Marking them read without recounting their batch left them in its
 // count, out of its email and out of the skip log, accounted for nowhere.
 // (A notification whose id the caller names was stored before the
-// mark-read began, so its batch was locked if it was open.)
+// mark-read began, so its batch was locked if it was open, or folded
+// into the held digest locked after the others.)
 //
 // The held digest is locked last: a flush holds its own batch when
 // it folds that into the held digest, and taking the held digest first
@@ -111,6 +112,21 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
 	}
+	// A flush that held one of them may have folded it, while this waited,
+	// into a held digest it opened: a batch none of the locks saw, holding
+	// notifications from before the mark-read. It is last in the order,
+	// and no other opens while this holds it.
+	rows, err = q.Query(ctx, `
+		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open' AND batch_key = $2
+		  AND id <> ALL($3) FOR UPDATE`, recipientID, preferences.HeldKey, locked)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: lock held digest: %w", err)
+	}
+	held, err := collectIDs(rows)
+	if err != nil {
+		return 0, nil, fmt.Errorf("mark read: lock held digest: %w", err)
+	}
+	locked = append(locked, held...)
 	tag, err := q.Exec(ctx, `
 		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
 		WHERE recipient_id = $1 AND read_at IS NULL

@@ -36,7 +36,9 @@ const SkipMutedThread = "muted thread"
 // notifications of other batches belong to such a thread: a digest's key
 // is its cadence ("daily"), so a thread muted before the recipient chose
 // a digest is found by its items' type and event batch key. Required
-// types ignore the mute, and so does a mute past its end (muteLive). It
+// types ignore the mute, and so does a mute past its end (muteLive), and
+// an item read in the app stays with the read: it left the count, and was
+// logged, when read (counted muted as well, it was logged twice). It
 // starts from muted_threads, so a recipient with none costs nothing; a
 // flush reads it with the rest.
 const mutedBatchesQuery = `SELECT b.id, NULL::bigint FROM batches b
@@ -48,6 +50,7 @@ const mutedBatchesQuery = `SELECT b.id, NULL::bigint FROM batches b
 	JOIN notifications n ON n.batch_id = b.id AND n.retracted_at IS NULL
 	JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
 	JOIN notification_types t ON t.key = n.type_key AND NOT t.required
+	  AND (n.read_at IS NULL OR NOT t.skip_read)
 	WHERE b.id = ANY($1) AND e.batch_key <> '' AND m.batch_key = n.type_key || '+' || e.batch_key
 	  AND ` + muteLive
 

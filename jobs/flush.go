@@ -111,10 +111,11 @@ type sendPlan struct {
 	// skip is why the batch is canceled instead: nothing to send.
 	skip string
 	// dropped is the skip log of what the recipient no longer wants,
-	// left out of an email that still goes out; again says the batch was
-	// composed before (a retry, a takeover), so part of it may be logged.
-	dropped []db.Skip
-	again   bool
+	// left out of an email that still goes out, and read what it leaves
+	// out as read in the app; again says the batch was composed before (a
+	// retry, a takeover), so part of it may be logged.
+	dropped, read []db.Skip
+	again         bool
 	// input is what msg was rendered from; passengers are the batches
 	// whose recipients this plan's shared email also goes to, and rider
 	// marks such a batch (shared.go).
@@ -273,12 +274,15 @@ func (w *FlushWorker) start(ctx context.Context, tx pgx.Tx, plans []*sendPlan, n
 	var dropped, again []db.Skip
 	for _, p := range plans {
 		if p.skip != "" {
-			if err := w.cancel(ctx, tx, p.content.Batch, p.skip, now); err != nil {
+			if err := w.cancel(ctx, tx, p.content.Batch, p.skip, p.again, now); err != nil {
 				return err
 			}
 			continue
 		}
 		starts = append(starts, db.DeliveryStart{BatchID: p.batchID, JobID: p.jobID, MessageID: p.msg.MessageID, To: p.msg.To, Subject: p.msg.Subject})
+		// Reads are logged when they happen, but not one of a type that
+		// kept read notifications in emails then: check them all.
+		again = append(again, p.read...)
 		if p.again {
 			again = append(again, p.dropped...)
 		} else {
@@ -363,6 +367,10 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 		if b.FlushJobID != nil && *b.FlushJobID != job.ID {
 			return nil, 0, nil
 		}
+		var err error
+		if fc.Logged, err = db.FlushLogged(ctx, tx, b.ID); err != nil {
+			return nil, 0, err
+		}
 	case db.StateSent:
 		// At-most-once marks a batch sent before SMTP answers. Only the
 		// job that marked it, run again, knows that its send died with
@@ -382,27 +390,35 @@ func (w *FlushWorker) decide(ctx context.Context, tx pgx.Tx, fc *db.FlushContent
 
 // take records what Compose made of the plan's batch.
 func (p *sendPlan) take(c batching.Composed) {
-	p.msg, p.skip, p.dropped = c.Message, c.Skip, c.Dropped
-	if p.again = p.content.Batch.State != db.StateOpen; p.again {
-		// What was read in the app while the batch was flushing was never
-		// logged: read, it no longer belonged to an open batch.
-		p.dropped = append(p.dropped, c.Read...)
-	}
+	// What was read in the app while the batch was flushing was never
+	// logged: read, it no longer belonged to an open batch.
+	p.msg, p.skip, p.dropped, p.read = c.Message, c.Skip, c.Dropped, c.Read
+	p.again = p.content.Batch.State != db.StateOpen
 }
 
 func (w *FlushWorker) envelope() batching.Envelope {
 	return batching.Envelope{From: w.From, Links: w.Links, Brand: w.Brands.Get(context.Background()), DefaultLocale: w.DefaultLocale}
 }
 
-func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, now time.Time) error {
+// cancel cancels batch b and logs what it held for reason. A batch
+// composed before (again) logged what its earlier attempts left out, which
+// its count still holds, so only the rest is logged now.
+func (w *FlushWorker) cancel(ctx context.Context, tx pgx.Tx, b *db.Batch, reason string, again bool, now time.Time) error {
 	if err := db.SetBatchState(ctx, tx, b.ID, db.StateCanceled, reason, 0, now); err != nil {
 		return err
+	}
+	n := b.ItemCount
+	if again {
+		var err error
+		if n, err = db.UnloggedItems(ctx, tx, b.ID); err != nil || n == 0 {
+			return err
+		}
 	}
 	typ := ""
 	if b.TypeKey != nil {
 		typ = *b.TypeKey
 	}
-	return db.InsertSkips(ctx, tx, []db.Skip{{RecipientID: b.RecipientID, TypeKey: typ, BatchID: &b.ID, Items: b.ItemCount, Reason: reason}})
+	return db.InsertSkips(ctx, tx, []db.Skip{{RecipientID: b.RecipientID, TypeKey: typ, BatchID: &b.ID, Items: n, Reason: reason}})
 }
 
 // flagLost handles an at-most-once batch found "sent" by a job that runs

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"maps"
 	"net/mail"
 	"slices"
 	"strings"
@@ -220,8 +221,9 @@ type Composed struct {
 	// left out of an email that still goes out.
 	Dropped []db.Skip
 	// Read is what the email leaves out as read in the app. It was logged
-	// when it was read if its batch was still open then; a flush that
-	// sends a batch again (a retry, a takeover) logs what was read since.
+	// when it was read if its batch was still open and its type left read
+	// notifications out then; the flush logs the rest (read since a first
+	// attempt, or before the type's skip_read was set).
 	Read []db.Skip
 }
 
@@ -330,6 +332,13 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			items = append(items, it)
 		}
 	}
+	var logged []db.Skip
+	items, logged = leftOutBefore(fc, items, func(key string) int {
+		return muted[key] + stopped[key] + read[key] + fc.ThreadMutedItems[key]
+	})
+	if len(logged) > 0 {
+		reason = logged[0].Reason
+	}
 	mutedWhy := db.SkipMuted
 	if rec != nil && rec.Unsubscribed {
 		mutedWhy = db.SkipUnsubscribed
@@ -364,5 +373,66 @@ func wanted(fc *db.FlushContent) ([]db.Item, *db.Recipient, Composed, error) {
 			skips(fc.ThreadMutedItems, db.SkipMutedThread)),
 		Read: skips(read, db.SkipRead),
 	}
+	for _, s := range logged {
+		s.RecipientID = rec.ID
+		c.Dropped = append(c.Dropped, s)
+	}
 	return items, rec, c, nil
+}
+
+// leftOutBefore takes out of items, for a batch composed again, what an
+// earlier attempt left out and logged (fc.Logged) beyond what is left out
+// now (out, by type): an item unmuted since would otherwise go out and be
+// in the skip log too. It returns the items still to send and the skips
+// of those it took out, under the reasons logged, which the skip log
+// holds already.
+func leftOutBefore(fc *db.FlushContent, items []db.Item, out func(key string) int) ([]db.Item, []db.Skip) {
+	var taken []db.Skip
+	for _, key := range slices.Sorted(maps.Keys(fc.Logged)) {
+		byReason := maps.Clone(fc.Logged[key])
+		n := -out(key)
+		for _, logged := range byReason {
+			n += logged
+		}
+		// Taken from the end the email does not show, whose data the
+		// flush did not read.
+		var of []int
+		for i, it := range items {
+			if it.TypeKey == key {
+				of = append(of, i)
+			}
+		}
+		if t := fc.Types[key]; t != nil && t.ItemOrder == "first" {
+			slices.Reverse(of)
+		}
+		drop := map[int]bool{}
+		for _, i := range of[:min(max(n, 0), len(of))] {
+			drop[i], taken = true, addSkip(taken, fc, key, byReason)
+		}
+		kept := items[:0:0]
+		for i, it := range items {
+			if !drop[i] {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
+	return items, taken
+}
+
+// addSkip counts one more item of type key in taken, under the first
+// reason of byReason not used up yet.
+func addSkip(taken []db.Skip, fc *db.FlushContent, key string, byReason map[string]int) []db.Skip {
+	for _, reason := range slices.Sorted(maps.Keys(byReason)) {
+		if byReason[reason] == 0 {
+			continue
+		}
+		byReason[reason]--
+		if n := len(taken); n > 0 && taken[n-1].TypeKey == key && taken[n-1].Reason == reason {
+			taken[n-1].Items++
+			return taken
+		}
+		return append(taken, db.Skip{TypeKey: key, BatchID: &fc.Batch.ID, Items: 1, Reason: reason})
+	}
+	return taken
 }
