@@ -247,3 +247,55 @@ func TestConnectionsWithoutStandardStringsAreRefused(t *testing.T) {
 		t.Fatalf("next query: standard_conforming_strings %q, %v; want on", v, err)
 	}
 }
+
+// Creating a day's partitions takes an exclusive lock on the partitioned
+// table. The daily maintenance must not deadlock a read that joins
+// notifications to events, as the feed does: the read holds notifications
+// and then waits for events, so maintenance that held events while it
+// waited for notifications formed a cycle, and PostgreSQL failed one of
+// the two (a 500 to the app, or a day without partitions).
+func TestCreatingPartitionsDoesNotDeadlockAFeedRead(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := context.Background()
+	day := time.Now().UTC().AddDate(0, 0, 7).Format("20060102")
+	for _, table := range []string{"events", "notifications"} {
+		if _, err := d.Pool.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{table + "_p" + day}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, `SELECT 1 FROM notifications LIMIT 0`); err != nil {
+		t.Fatal(err)
+	}
+	maintained := make(chan error, 1)
+	go func() {
+		_, err := db.MaintainPartitions(ctx, d.Pool, time.Now().Add(-720*time.Hour))
+		maintained <- err
+	}()
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		err := d.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reader.Exec(ctx, `SELECT 1 FROM events LIMIT 0`); err != nil {
+		t.Fatalf("the read: %v", err)
+	}
+	if err := reader.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-maintained; err != nil {
+		t.Fatalf("maintenance: %v", err)
+	}
+	var n int
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname = ANY($1)`,
+		[]string{"events_p" + day, "notifications_p" + day}).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d of the day's 2 partitions created (%v)", n, err)
+	}
+}

@@ -28,9 +28,18 @@ const (
 // maximum wait, can hold a notification longer than the retention, and
 // dropping it would lose an acknowledged event without a trace. The day
 // goes at the first run after its last batch is sent or canceled.
+//
+// Each table's partitions are created by a statement, and so (q being
+// the pool) a transaction, of its own: creating a partition locks its table
+// exclusively until the transaction ends, and holding events while
+// waiting for notifications deadlocked with a read joining notifications
+// to events (the feed), which holds notifications while it waits for
+// events.
 func MaintainPartitions(ctx context.Context, q Querier, cutoff time.Time) ([]string, error) {
-	if _, err := q.Exec(ctx, `SELECT lull_ensure_partitions(7)`); err != nil {
-		return nil, fmt.Errorf("create partitions: %w", err)
+	for _, table := range []string{"events", "notifications"} {
+		if _, err := q.Exec(ctx, `SELECT lull_ensure_partitions_of($1, 7)`, table); err != nil {
+			return nil, fmt.Errorf("create partitions of %s: %w", table, err)
+		}
 	}
 	// Day partitions are named <table>_pYYYYMMDD; the name's date is the
 	// partition's first day (UTC), so a partition is wholly older than the
