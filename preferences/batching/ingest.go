@@ -308,7 +308,7 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 				return json.Unmarshal(first, res)
 			}
 		}
-		if err := e.saveAhead(ctx, tx, &call); err != nil {
+		if err := e.saveAhead(ctx, &call); err != nil {
 			return err
 		}
 		var err error
@@ -340,19 +340,13 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 // refused for an unknown recipient either. An event that fails later (a
 // server error, a lost connection) leaves its inline recipients saved, as
 // if each had been sent with PUT first. When the pool cannot spare two
-// connections at once, the event's transaction saves them itself: the
-// fan-outs holding the others may be waiting for connections too.
-func (e *Engine) saveAhead(ctx context.Context, tx pgx.Tx, call *ingestCall) error {
+// connections at once, the event's transaction checks the ids and saves
+// the recipients itself rather than wait: the fan-outs holding the other
+// connections may be waiting for connections too.
+func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	rs := call.ev.Recipients
 	if len(rs) <= fanOutChunk || !slices.ContainsFunc(rs, func(r RecipientRef) bool { return r.Inline }) {
 		return nil
-	}
-	unknown, err := db.UnknownRecipients(ctx, tx, bareIDs(rs))
-	if err != nil {
-		return err
-	}
-	if len(unknown) > 0 {
-		return (&member{ingestCall: *call}).unknownRecipient(unknown)
 	}
 	conns := e.spare(ctx, 2)
 	if conns == nil {
@@ -363,6 +357,17 @@ func (e *Engine) saveAhead(ctx context.Context, tx pgx.Tx, call *ingestCall) err
 			c.Release()
 		}
 	}()
+	// The ids are checked here, not in the event's transaction: holding a
+	// lock on recipients there while the halves wait, it would wait for
+	// them behind a schema change queued for that lock, which waits for
+	// it, and the database would see no deadlock.
+	unknown, err := db.UnknownRecipients(ctx, conns[0], bareIDs(rs))
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return (&member{ingestCall: *call}).unknownRecipient(unknown)
+	}
 	// Two halves are saved at once, one a core. Each locks its rows in
 	// id order, like every other writer of recipients, so no two can wait
 	// for each other. A commit here need not wait for the disk: the
