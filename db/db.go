@@ -126,8 +126,12 @@ func (d *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // disk. Any later synchronous commit on the server makes it durable too,
 // as the write-ahead log is flushed in order.
 func (d *DB) InTxAsyncCommit(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, d.Pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}, fn)
+	return pgx.BeginTxFunc(ctx, d.Pool, pgx.TxOptions{BeginQuery: AsyncCommitBegin}, fn)
 }
+
+// AsyncCommitBegin begins a transaction as InTxAsyncCommit does, for one
+// on a connection acquired already.
+const AsyncCommitBegin = "BEGIN; SET LOCAL synchronous_commit = off"
 
 // InTxWaitingAtMost is InTx for a transaction that gives up rather than
 // wait longer than wait for a row another transaction holds: its statement

@@ -42,17 +42,6 @@ func ClaimEventKey(ctx context.Context, q Querier, apiKeyID int64, key string) (
 	return first, false, nil
 }
 
-// EventKeyUsed says whether an event apiKeyID posted with key is stored:
-// a read that takes no lock, and cannot see a claim not yet committed.
-func EventKeyUsed(ctx context.Context, q Querier, apiKeyID int64, key string) (bool, error) {
-	var used bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM event_keys WHERE api_key_id = $1 AND key = $2)`, apiKeyID, key).Scan(&used)
-	if err != nil {
-		return false, fmt.Errorf("read event key: %w", err)
-	}
-	return used, nil
-}
-
 // ClaimEventKeys reserves the idempotency keys of several requests
 // (keys[i] of apiKeyIDs[i]) in one statement and reports which were
 // claimed; a key used before is left as it is. Keys are claimed in order,

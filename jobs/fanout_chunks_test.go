@@ -387,3 +387,84 @@ func TestFanOutWhileATableLockIsAwaited(t *testing.T) {
 		t.Fatalf("%d notifications, want 20001", got)
 	}
 }
+
+// TestInlineFanOutRetriedWhileRunning: a client that times out on a large
+// fan-out and posts it again with the same idempotency key while the
+// first is still being written gets the first answer, and the second
+// request's recipient details are not saved: a replay changes nothing.
+func TestInlineFanOutRetriedWhileRunning(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b.recipient(t, "held", "UTC")
+	now := b.clock.Now()
+	if _, err := b.db.Pool.Exec(ctx, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		VALUES ('held', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1)`, now, now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	event := func(name string) *batching.Event {
+		rs := []batching.RecipientRef{{ID: "held"}}
+		for i := range 10_001 {
+			id := fmt.Sprintf("in%05d", i)
+			rs = append(rs, batching.RecipientRef{ID: id, Email: id + "@example.com", Name: name, Inline: true})
+		}
+		return &batching.Event{Type: "post", Key: "post-1", Actor: batching.Actor{ID: "a"}, Recipients: rs}
+	}
+	// The first request waits for held's batch, its key claimed.
+	other := b.hold(t, `UPDATE batches SET item_count = item_count + 1 WHERE recipient_id = 'held'`)
+	waiting := func(n int) bool {
+		return b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) >= n
+	}
+	results := make([]*batching.IngestResult, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { results[0], errs[0] = b.engine.Ingest(ctx, 1, event("First")) })
+	for !waiting(1) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Go(func() { results[1], errs[1] = b.engine.Ingest(ctx, 1, event("Second")) })
+	for !waiting(2) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if results[1].ID != results[0].ID {
+		t.Fatalf("the retry created event %d, want the first answer (event %d)", results[1].ID, results[0].ID)
+	}
+	if got := b.count(t, `SELECT count(*) FROM recipients WHERE name = 'Second'`); got != 0 {
+		t.Fatalf("the replayed request renamed %d recipients", got)
+	}
+}
+
+// TestInlineFanOutWithTwoConnectionsLeft: when the pool cannot spare the
+// connections to save inline recipients beside the event's transaction,
+// the transaction saves them itself instead of waiting for connections
+// that fan-outs holding the others may be waiting for as well.
+func TestInlineFanOutWithTwoConnectionsLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ctx := context.Background()
+	var rs []batching.RecipientRef
+	for i := range 10_001 {
+		id := fmt.Sprintf("in%05d", i)
+		rs = append(rs, batching.RecipientRef{ID: id, Email: id + "@example.com", Inline: true})
+	}
+	for range b.db.Pool.Config().MaxConns - 2 {
+		c, err := b.db.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+	}
+	res, err := b.engine.Ingest(ctx, 1, &batching.Event{Type: "post", Key: "k", Actor: batching.Actor{ID: "a"}, Recipients: rs})
+	if err != nil || res.Notifications != 10_001 {
+		t.Fatalf("got %+v, %v; want 10001 notifications", res, err)
+	}
+}

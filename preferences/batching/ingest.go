@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/i18n"
@@ -293,9 +294,6 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 
 // ingestAlone writes one event in a transaction of its own.
 func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResult, error) {
-	if err := e.saveAhead(ctx, &call); err != nil {
-		return nil, err
-	}
 	var res *IngestResult
 	replayed := false
 	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
@@ -309,6 +307,9 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 				res = new(IngestResult)
 				return json.Unmarshal(first, res)
 			}
+		}
+		if err := e.saveAhead(ctx, &call); err != nil {
+			return err
 		}
 		var err error
 		res, err = e.ingestTx(ctx, tx, call)
@@ -324,31 +325,43 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 }
 
 // saveAhead saves the recipients a fan-out of more than one chunk gives
-// inline before its transaction begins, in a transaction of their own,
+// inline on two other connections, in transactions of their own that
+// commit before its transaction writes anything but its idempotency key,
 // and marks them saved. Written inside, they would be visible only to
 // the transaction, so it could not read its chunks ahead on a second
 // connection (prefetch.go), and their upsert would hold it up as well.
-// Done first, their row locks are released before the event takes any
-// batch's, as they would be inside: every ingestion locks recipients
-// before batches, so two cannot wait for each other.
+// Their row locks are released before the event takes any batch's, as
+// they would be inside: every ingestion locks recipients before batches,
+// so two cannot wait for each other.
 //
-// Nothing is saved for an event refused for an unknown recipient, nor
-// for a replayed idempotency key, whose answer is the first one's and
-// whose recipients must not be written again over later changes. An
-// event that fails later (a server error, a lost connection) leaves its
-// inline recipients saved, as if each had been sent with PUT first.
+// It runs once the key is claimed: a request repeating a key still being
+// written waits for the claim and is answered as a replay, and saves
+// nothing over what the first saved. Nothing is saved for an event
+// refused for an unknown recipient either. An event that fails later (a
+// server error, a lost connection) leaves its inline recipients saved, as
+// if each had been sent with PUT first. When the pool cannot spare two
+// connections at once, the event's transaction checks the ids and saves
+// the recipients itself rather than wait: the fan-outs holding the other
+// connections may be waiting for connections too.
 func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	rs := call.ev.Recipients
 	if len(rs) <= fanOutChunk || !slices.ContainsFunc(rs, func(r RecipientRef) bool { return r.Inline }) {
 		return nil
 	}
-	if call.ev.Key != "" {
-		used, err := db.EventKeyUsed(ctx, e.DB.Pool, call.apiKeyID, call.ev.Key)
-		if err != nil || used {
-			return err
-		}
+	conns := e.spare(ctx, 2)
+	if conns == nil {
+		return nil
 	}
-	unknown, err := db.UnknownRecipients(ctx, e.DB.Pool, bareIDs(rs))
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	// The ids are checked here, not in the event's transaction: holding a
+	// lock on recipients there while the halves wait, it would wait for
+	// them behind a schema change queued for that lock, which waits for
+	// it, and the database would see no deadlock.
+	unknown, err := db.UnknownRecipients(ctx, conns[0], bareIDs(rs))
 	if err != nil {
 		return err
 	}
@@ -365,13 +378,31 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	var wg sync.WaitGroup
 	for i, half := range halves {
 		wg.Go(func() {
-			errs[i] = e.DB.InTxAsyncCommit(ctx, func(tx pgx.Tx) error { return db.UpsertRecipients(ctx, tx, half) })
+			errs[i] = pgx.BeginTxFunc(ctx, conns[i], pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) error { return db.UpsertRecipients(ctx, tx, half) })
 		})
 	}
 	wg.Wait()
 	err = errors.Join(errs...)
 	call.saved = err == nil
 	return err
+}
+
+// spare acquires n connections, waiting at most prefetchWait, or none.
+func (e *Engine) spare(ctx context.Context, n int) []*pgxpool.Conn {
+	wait, cancel := context.WithTimeout(ctx, prefetchWait)
+	defer cancel()
+	var conns []*pgxpool.Conn
+	for range n {
+		c, err := e.DB.Pool.Acquire(wait)
+		if err != nil {
+			for _, c := range conns {
+				c.Release()
+			}
+			return nil
+		}
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // inlineOf is the recipients of rs given inline, as saved.
