@@ -23,4 +23,10 @@ BEGIN
 END
 $$;
 
-DROP FUNCTION lull_ensure_partitions(integer);
+-- Kept for a process of the version before, still running its daily
+-- maintenance during a rolling deploy; this version no longer calls it.
+CREATE OR REPLACE FUNCTION lull_ensure_partitions(days_ahead integer) RETURNS void
+LANGUAGE sql AS $$
+    SELECT lull_ensure_partitions_of('events', days_ahead);
+    SELECT lull_ensure_partitions_of('notifications', days_ahead);
+$$;
