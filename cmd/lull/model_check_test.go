@@ -663,8 +663,9 @@ func (m *model) checkAccounts(b *dbBatch, killed bool) {
 			m.problem("issue 17 defect 2: batch %d (%s %s, %s): %d notifications, %d in its email, %d in the skip log %v; a read in the app recounted it without holding it (killed mid-flush: %v)",
 				b.id, b.state, b.reason, b.key, len(b.notes), emailed, b.skipItems, b.skipReasons, killed)
 		} else if emailed+b.skipItems != len(b.notes) {
-			m.problem("batch %d (%s %s, %s): %d notifications, %d in its email, %d in the skip log %v (killed mid-flush: %v; %s)",
-				b.id, b.state, b.reason, b.key, len(b.notes), emailed, b.skipItems, b.skipReasons, killed, strings.Join(b.jobs, "; "))
+			m.problem("batch %d (%s %s, %s): %d notifications, %d in its email, %d in the skip log %v (killed mid-flush: %v; opened %s, closes %s, flush began %s, processed %s; notifications: %s; %s)",
+				b.id, b.state, b.reason, b.key, len(b.notes), emailed, b.skipItems, b.skipReasons, killed,
+				clock(&b.opened), clock(&b.closes), clock(b.deliveryStarted), clock(b.processed), m.describeNotes(b), strings.Join(b.jobs, "; "))
 		}
 	case "failed":
 		if b.skipItems > len(b.notes) {
@@ -779,6 +780,29 @@ func (m *model) checkActions(w *world) {
 			m.problem("batch %d is canceled by an operator, but none canceled it", b.id)
 		}
 	}
+}
+
+// describeNotes says of each notification of b when it was created, read
+// and retracted, and whether b's email listed it, for a failure to be
+// looked into without a replay.
+func (m *model) describeNotes(b *dbBatch) string {
+	listed := map[string]bool{}
+	for _, e := range b.emails {
+		for tok := range e.toks {
+			listed[tok] = true
+		}
+	}
+	var out []string
+	for _, n := range b.notes {
+		ev := m.events[n.tok]
+		acked := "never"
+		if ev != nil {
+			acked = clock(&ev.acked)
+		}
+		out = append(out, fmt.Sprintf("%d %s %s created %s acknowledged %s read %s retracted %s listed %v",
+			n.id, n.tok, n.typ, clock(&n.created), acked, clock(n.read), clock(n.retracted), listed[n.tok]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func clock(t *time.Time) string {
