@@ -425,6 +425,40 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 	return out, rows.Err()
 }
 
+// MarkFresh sets Fresh on the joins whose recipient has no batch open to
+// join under the join's key now (batches_one_open answers it). Immediate
+// joins are left as they are: they always open a batch of their own.
+func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) error {
+	var rids, keys []string
+	for _, j := range joins {
+		if j.Mode != "immediate" {
+			rids, keys = append(rids, j.RecipientID), append(keys, j.BatchKey)
+		}
+	}
+	if len(rids) == 0 {
+		return nil
+	}
+	rows, err := q.Query(ctx, `
+		SELECT b.recipient_id, b.batch_key FROM unnest($1::text[], $2::text[]) AS v(rid, key)
+		JOIN batches b ON b.recipient_id = v.rid AND b.batch_key = v.key
+		WHERE b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`, rids, keys)
+	if err != nil {
+		return fmt.Errorf("open batches: %w", err)
+	}
+	open := map[[2]string]bool{}
+	var rid, key string
+	if _, err := pgx.ForEachRow(rows, []any{&rid, &key}, func() error {
+		open[[2]string{rid, key}] = true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("open batches: %w", err)
+	}
+	for i, j := range joins {
+		joins[i].Fresh = j.Mode != "immediate" && !open[[2]string{j.RecipientID, j.BatchKey}]
+	}
+	return nil
+}
+
 // BatchJoin asks for one notification to go into a batch: the open one for
 // (RecipientID, BatchKey) if there is one that is neither due nor full,
 // else a new one. Immediate joins always open a batch of their own.
@@ -439,6 +473,14 @@ type BatchJoin struct {
 	// MaxItems is the type's max_items for a cooldown join (0: no limit),
 	// so that a new batch takes no more of the joins for its key.
 	MaxItems int
+	// Fresh says the recipient had no batch open under BatchKey a moment
+	// ago (read ahead of the transaction, see FreshJoins). It is a hint:
+	// when every join of a statement has it, the batches are opened with
+	// a plain INSERT, which PostgreSQL writes for about three quarters of
+	// an upsert's work; if another event opened one of them meanwhile,
+	// that INSERT fails on batches_one_open and the joins are upserted
+	// as usual.
+	Fresh bool
 }
 
 // JoinedBatch is a batch after a join, with what the engine needs to
@@ -516,7 +558,7 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 			counts[i] = min(counts[i], j.MaxItems)
 		}
 	}
-	rows, err := upsertBatches(ctx, q, first, counts, now)
+	rows, err := openOrJoin(ctx, q, first, counts, now)
 	if err != nil {
 		return nil, err
 	}
@@ -648,11 +690,87 @@ func joinEach(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) 
 	return out, nil
 }
 
+// openOrJoin is the first statement of JoinBatches: the upsert, or, when
+// every join is Fresh (or immediate, which never joins a batch), a plain
+// INSERT of new batches. The INSERT runs under a savepoint and in the
+// upsert's order, so it waits for the same rows as the upsert would; when
+// a hint was stale and the INSERT meets a batch another event opened
+// since, the savepoint is rolled back, which undoes the INSERT and its
+// locks, and the joins are upserted instead. Splitting the joins between
+// an INSERT and an upsert would lock rows out of order and let two
+// events deadlock, so it is all of them or none.
+func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time) ([]JoinedBatch, error) {
+	fresh := len(joins) > 0
+	for _, j := range joins {
+		fresh = fresh && (j.Fresh || j.Mode == "immediate")
+	}
+	if _, inTx := q.(pgx.Tx); !fresh || !inTx {
+		// A savepoint needs a transaction.
+		return upsertBatches(ctx, q, joins, counts, now)
+	}
+	if _, err := q.Exec(ctx, "SAVEPOINT fresh_batches"); err != nil {
+		return nil, fmt.Errorf("join batches: %w", err)
+	}
+	rows, err := insertBatches(ctx, q, joins, counts, now, "")
+	if serverCode(err) == uniqueViolation {
+		if _, err := q.Exec(ctx, "ROLLBACK TO SAVEPOINT fresh_batches"); err != nil {
+			return nil, fmt.Errorf("join batches: %w", err)
+		}
+		return upsertBatches(ctx, q, joins, counts, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.Exec(ctx, "RELEASE SAVEPOINT fresh_batches"); err != nil {
+		return nil, fmt.Errorf("join batches: %w", err)
+	}
+	return rows, nil
+}
+
+// uniqueViolation is the SQLSTATE of an INSERT that meets a unique index.
+const uniqueViolation = "23505"
+
 // upsertBatches is one statement of JoinBatches: it puts counts[i]
 // notifications (one when counts is nil) into the batch of joins[i], or
 // opens one with them, except where the open batch is due or has no room
 // for them, which it only locks. The result has no row for those.
 func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time) ([]JoinedBatch, error) {
+	return insertBatches(ctx, q, joins, counts, now, joinOpenBatch)
+}
+
+// joinOpenBatch is the upsert's conflict clause. Fullness is checked
+// against the type as stored: an ingest's now is read before its
+// transaction starts, so a later one may fill the batch first, and
+// another process's clock may run a little behind. An existing batch
+// closes at once when the joins fill it, else slides to min(last event +
+// window, opened + max wait) and never earlier than it was (only the
+// caller moves a close time earlier, since it must then schedule a flush).
+const joinOpenBatch = `
+		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
+		DO UPDATE SET item_count = b.item_count + EXCLUDED.item_count,
+		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at),
+		              closes_at = CASE
+		                  WHEN b.mode <> 'cooldown' THEN b.closes_at
+		                  WHEN EXISTS (SELECT 1 FROM notification_types t WHERE t.key = b.type_key
+		                               AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count >= t.max_items)
+		                  THEN EXCLUDED.last_event_at
+		                  ELSE greatest(b.closes_at, least(
+		                      greatest(b.last_event_at, EXCLUDED.last_event_at) + b.window_ms * interval '1 millisecond',
+		                      CASE WHEN b.max_wait_ms > 0 THEN b.opened_at + b.max_wait_ms * interval '1 millisecond' END))
+		              END
+		WHERE b.closes_at > $8
+		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
+		      SELECT 1 FROM notification_types t
+		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count > t.max_items))`
+
+// insertBatches opens a batch for each join, with counts[i] notifications
+// (one when counts is nil), then onConflict: nothing for a plain INSERT,
+// joinOpenBatch for the upsert. The close time written is
+// preferences.SettleClose without quiet hours, which the caller applies:
+// a new batch that its joins fill closes at once. Rows are inserted in the
+// order of the list within a key, so immediate batches of one key get ids
+// in the order of their joins.
+func insertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time, onConflict string) ([]JoinedBatch, error) {
 	if len(joins) == 0 {
 		return nil, nil
 	}
@@ -671,17 +789,6 @@ func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []i
 			items[i] = int32(counts[i])
 		}
 	}
-	// Fullness is checked against the type as stored: an ingest's now is
-	// read before its transaction starts, so a later one may fill the
-	// batch first, and another process's clock may run a little behind.
-	// The close time written is preferences.SettleClose without quiet
-	// hours, which the caller applies. A new batch that its joins fill
-	// closes at once; an existing one closes at once when they fill it,
-	// else slides to min(last event + window, opened + max wait) and never
-	// earlier than it was (only the caller moves a close time earlier,
-	// since it must then schedule a flush). Rows are inserted in the order
-	// of the list within a key, so immediate batches of one key get ids in
-	// the order of their joins.
 	rows, err := q.Query(ctx, `
 		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at,
 		                          opened_at, last_event_at, item_count)
@@ -691,23 +798,7 @@ func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []i
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[],
 		            $9::int[], $10::int[]) WITH ORDINALITY
 		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, items, max_items, n)
-		ORDER BY rid COLLATE "C", key COLLATE "C", n
-		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
-		DO UPDATE SET item_count = b.item_count + EXCLUDED.item_count,
-		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at),
-		              closes_at = CASE
-		                  WHEN b.mode <> 'cooldown' THEN b.closes_at
-		                  WHEN EXISTS (SELECT 1 FROM notification_types t WHERE t.key = b.type_key
-		                               AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count >= t.max_items)
-		                  THEN EXCLUDED.last_event_at
-		                  ELSE greatest(b.closes_at, least(
-		                      greatest(b.last_event_at, EXCLUDED.last_event_at) + b.window_ms * interval '1 millisecond',
-		                      CASE WHEN b.max_wait_ms > 0 THEN b.opened_at + b.max_wait_ms * interval '1 millisecond' END))
-		              END
-		WHERE b.closes_at > $8
-		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
-		      SELECT 1 FROM notification_types t
-		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count > t.max_items))
+		ORDER BY rid COLLATE "C", key COLLATE "C", n`+onConflict+`
 		RETURNING id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at,
 		          window_ms, max_wait_ms, item_count, xmax = 0`,
 		rids, keys, modes, types, windows, waits, closes, now, items, maxItems)

@@ -2,8 +2,12 @@ package db_test
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
 	"github.com/lull-dev/lull/db/dbtest"
@@ -83,6 +87,148 @@ func TestJoinBatchesMergesJoinsPerBatch(t *testing.T) {
 		var stored time.Time
 		if err := d.Pool.QueryRow(ctx, "SELECT closes_at FROM batches WHERE id = $1", b.ID).Scan(&stored); err != nil || !stored.Equal(b.ClosesAt) {
 			t.Errorf("batch %d stored closing %v (%v), answered %v", b.ID, stored, err, b.ClosesAt)
+		}
+	}
+}
+
+// freshNow is the fresh-join tests' clock.
+var freshNow = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+
+// freshDB is a database with the cool-down type the fresh-join tests use.
+func freshDB(t *testing.T) *db.DB {
+	t.Helper()
+	d := dbtest.New(t)
+	err := db.SaveType(context.Background(), d.Pool, &db.Type{Key: "task", Name: "Task", DefaultMode: "cooldown", WindowMS: 3_600_000,
+		DisplayLimit: 10, ItemOrder: "latest", ItemText: "{{actor.name}}", GroupText: "{{count}} tasks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func freshJoin(rid string, now time.Time, fresh bool) db.BatchJoin {
+	return db.BatchJoin{RecipientID: rid, BatchKey: "task", Mode: "cooldown", TypeKey: "task", Window: time.Hour,
+		ClosesAt: now.Add(time.Hour), Fresh: fresh}
+}
+
+// joinInTx joins in a transaction of its own, as an ingest does.
+func joinInTx(ctx context.Context, d *db.DB, joins []db.BatchJoin, now time.Time) (out []db.JoinedBatch, err error) {
+	err = d.InTx(ctx, func(tx pgx.Tx) error {
+		out, err = db.JoinBatches(ctx, tx, joins, now)
+		return err
+	})
+	return out, err
+}
+
+// openBatches counts each recipient's open batches of key task and the
+// items they hold.
+func openBatches(t *testing.T, d *db.DB) map[string][2]int {
+	t.Helper()
+	rows, err := d.Pool.Query(context.Background(), `
+		SELECT recipient_id, count(*)::int, sum(item_count)::int FROM batches
+		WHERE state = 'open' AND batch_key = 'task' GROUP BY recipient_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]int{}
+	var rid string
+	var n, items int
+	if _, err := pgx.ForEachRow(rows, []any{&rid, &n, &items}, func() error { out[rid] = [2]int{n, items}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Joins marked fresh open their batches with a plain INSERT; when the
+// hint was stale (one recipient's batch was opened since it was read), the
+// INSERT is undone and the joins are upserted, so that recipient's
+// notification joins the batch already open instead of failing the event
+// or opening a second one. MarkFresh gives the hint.
+func TestFreshJoinsOpenBatchesOrJoinTheOneOpenedSince(t *testing.T) {
+	t.Parallel()
+	d, ctx, now := freshDB(t), context.Background(), freshNow
+	if _, err := joinInTx(ctx, d, []db.BatchJoin{freshJoin("ben", now, false)}, now); err != nil {
+		t.Fatal(err)
+	}
+	hint := []db.BatchJoin{freshJoin("ann", now, false), freshJoin("ben", now, false), freshJoin("cy", now, false)}
+	if err := db.MarkFresh(ctx, d.Pool, hint); err != nil {
+		t.Fatal(err)
+	}
+	if !hint[0].Fresh || hint[1].Fresh || !hint[2].Fresh {
+		t.Fatalf("fresh: ann %v, ben %v, cy %v; want ben's open batch seen", hint[0].Fresh, hint[1].Fresh, hint[2].Fresh)
+	}
+
+	out, err := joinInTx(ctx, d, []db.BatchJoin{freshJoin("ann", now, true), freshJoin("cy", now, true)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].Inserted || !out[1].Inserted || out[0].ItemCount != 1 {
+		t.Errorf("fresh joins: %+v; want two new batches of one", out)
+	}
+	// A stale hint: ben has a batch open, and dee's comes with him.
+	out, err = joinInTx(ctx, d, []db.BatchJoin{freshJoin("ben", now, true), freshJoin("dee", now, true)}, now)
+	if err != nil {
+		t.Fatalf("a stale hint failed the join: %v", err)
+	}
+	if out[0].Inserted || out[0].ItemCount != 2 || !out[1].Inserted {
+		t.Errorf("after a stale hint: %+v; want ben's batch joined (2 items) and dee's opened", out)
+	}
+	want := map[string][2]int{"ann": {1, 1}, "ben": {1, 2}, "cy": {1, 1}, "dee": {1, 1}}
+	if got := openBatches(t, d); !maps.Equal(got, want) {
+		t.Errorf("open batches (count, items) by recipient: %v, want %v", got, want)
+	}
+}
+
+// Events opening the same recipients' batches at once, some with the
+// hint and some without, in overlapping orders: none fails or deadlocks,
+// and each recipient ends with one open batch holding every join.
+func TestFreshJoinsRacingUpserts(t *testing.T) {
+	t.Parallel()
+	d, ctx, now := freshDB(t), context.Background(), freshNow
+	rids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	const workers, rounds = 8, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				var joins []db.BatchJoin
+				for i, rid := range rids {
+					if (i+w+r)%3 != 0 {
+						joins = append(joins, freshJoin(rid, now, (w+r)%2 == 0))
+					}
+				}
+				if _, err := joinInTx(ctx, d, joins, now); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("join: %v", err)
+	}
+	want := 0
+	for w := range workers {
+		for r := range rounds {
+			for i := range rids {
+				if (i+w+r)%3 != 0 && i == 0 {
+					want++
+				}
+			}
+		}
+	}
+	got := openBatches(t, d)
+	if len(got) != len(rids) {
+		t.Fatalf("open batches: %v; want one for each of %d recipients", got, len(rids))
+	}
+	if got["a"] != [2]int{1, want} {
+		t.Errorf("a's open batches (count, items): %v, want [1 %d]", got["a"], want)
+	}
+	for rid, c := range got {
+		if c[0] != 1 {
+			t.Errorf("%s has %d open batches, want 1", rid, c[0])
 		}
 	}
 }

@@ -439,10 +439,19 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		in.wake = &wakeSet{}
 	}
 	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
+	var ahead *readAhead
+	if len(chunks) > 1 && (call.saved || !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline })) {
+		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
+	}
+	if ahead != nil {
+		defer ahead.stop()
+		in.joined = func() { ahead.joined <- struct{}{} }
+	}
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
-		// first in the request. Reading ahead starts after this check, so
-		// it finds no recipient missing that the check found. Recipients
+		// first in the request, while the first chunk is read ahead: the
+		// transaction would wait for that read anyway, and the read finds
+		// a recipient missing only if the check found it first. Recipients
 		// given inline were upserted by store, so only bare ids are asked.
 		unknown, err := db.UnknownRecipients(ctx, tx, bareIDs(call.ev.Recipients))
 		if err != nil {
@@ -451,14 +460,6 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		if len(unknown) > 0 {
 			return nil, m.unknownRecipient(unknown)
 		}
-	}
-	var ahead *readAhead
-	if len(chunks) > 1 && (call.saved || !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline })) {
-		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
-	}
-	if ahead != nil {
-		defer ahead.stop()
-		in.joined = func() { ahead.joined <- struct{}{} }
 	}
 	for _, chunk := range chunks {
 		var pre *loaded

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -47,6 +48,8 @@ type loaded struct {
 	settings map[string]db.RecipientSettings
 	routed   *router
 	err      error
+	// fresh says every join was found to open a new batch (MarkFresh).
+	fresh bool
 }
 
 // readAhead reads and routes the chunks of a fan-out on a connection of
@@ -90,6 +93,11 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 			}
 			conn.Release()
 		}()
+		// Whether a chunk's recipients have batches open is asked from
+		// the second chunk on (the first is read while the transaction
+		// waits), and only while every chunk asked had none: a fan-out
+		// to an audience whose batches are open stops asking at once.
+		fresh := true
 		for i, ids := range chunks {
 			if i > 0 {
 				select {
@@ -98,7 +106,11 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 					return
 				}
 			}
-			l := load(ctx, conn, ids, r)
+			probe := i > 0 && fresh
+			l := load(ctx, conn, ids, r, probe)
+			if probe {
+				fresh = l.fresh
+			}
 			select {
 			case ra.next <- l:
 			case <-ctx.Done():
@@ -130,10 +142,13 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 	return &l, nil
 }
 
-// load reads and routes one chunk. It runs outside the request's
-// goroutine, where the server's recovery from a panic does not reach: a
-// panic fails the event instead of the process.
-func load(ctx context.Context, q db.Querier, ids []string, r router) (l loaded) {
+// load reads and routes one chunk and, when asked to probe, marks the
+// joins whose recipients have no batch open (db.MarkFresh): when all of
+// them are, the transaction opens their batches with a plain INSERT
+// (db.JoinBatches), and a batch opened since makes it upsert them. It
+// runs outside the request's goroutine, where the server's recovery from
+// a panic does not reach: a panic fails the event instead of the process.
+func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool) (l loaded) {
 	defer func() {
 		if p := recover(); p != nil {
 			l = loaded{err: fmt.Errorf("route ahead: %v", p)}
@@ -146,5 +161,12 @@ func load(ctx context.Context, q db.Querier, ids []string, r router) (l loaded) 
 	if err := r.route(ctx, q, ids, s); err != nil {
 		return loaded{err: err}
 	}
-	return loaded{settings: s, routed: &r}
+	l = loaded{settings: s, routed: &r}
+	if probe {
+		if err := db.MarkFresh(ctx, q, r.joins); err != nil {
+			return loaded{err: err}
+		}
+		l.fresh = !slices.ContainsFunc(r.joins, func(j db.BatchJoin) bool { return !j.Fresh && j.Mode != "immediate" })
+	}
+	return l
 }
