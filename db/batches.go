@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lull-dev/lull/preferences"
 )
@@ -712,7 +714,7 @@ func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int,
 		return nil, fmt.Errorf("join batches: %w", err)
 	}
 	rows, err := insertBatches(ctx, q, joins, counts, now, "")
-	if serverCode(err) == uniqueViolation {
+	if violates(err, "batches_one_open") {
 		if _, err := q.Exec(ctx, "ROLLBACK TO SAVEPOINT fresh_batches"); err != nil {
 			return nil, fmt.Errorf("join batches: %w", err)
 		}
@@ -727,8 +729,12 @@ func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int,
 	return rows, nil
 }
 
-// uniqueViolation is the SQLSTATE of an INSERT that meets a unique index.
-const uniqueViolation = "23505"
+// violates reports whether err is an INSERT refused by the unique index
+// named.
+func violates(err error, index string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == index
+}
 
 // upsertBatches is one statement of JoinBatches: it puts counts[i]
 // notifications (one when counts is nil) into the batch of joins[i], or

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -200,4 +201,57 @@ func randomHex(n int) string {
 func projectDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}
+
+// LockWaiter waits until a backend of d's database waits for a lock, and
+// returns its query: a test that races two transactions knows the second
+// is blocked before it ends the first. It fails the test after 10 s.
+func LockWaiter(t testing.TB, d *db.DB) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var query string
+		err := d.Pool.QueryRow(context.Background(), `SELECT query FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1`).Scan(&query)
+		if err == nil {
+			return query
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("no backend waits for a lock after 10 s")
+	return ""
+}
+
+// EndWhileBlocked runs fn, which must come to wait for a lock that other
+// holds; once it waits, other commits (or rolls back when commit is
+// false), and EndWhileBlocked returns fn's result and the query that
+// waited. It fails the test if fn still runs 30 s after other ended.
+func EndWhileBlocked[T any](t testing.TB, d *db.DB, other pgx.Tx, commit bool, fn func() (T, error)) (T, error, string) {
+	t.Helper()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	waited := LockWaiter(t, d)
+	end := other.Rollback
+	if commit {
+		end = other.Commit
+	}
+	if err := end(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		return r.v, r.err, waited
+	case <-time.After(30 * time.Second):
+		t.Fatal("still waiting 30 s after the transaction it waited for ended")
+	}
+	var zero T
+	return zero, nil, waited
 }

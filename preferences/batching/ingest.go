@@ -450,15 +450,19 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request, while the first chunk is read ahead: the
-		// transaction would wait for that read anyway, and the read finds
-		// a recipient missing only if the check found it first. Recipients
-		// given inline were upserted by store, so only bare ids are asked.
+		// transaction would wait for that read anyway. (A recipient created
+		// by another request between the read and the check is seen by
+		// the check only; the chunk's settings then lack it, and the event
+		// is refused naming it, as if it had come a moment earlier.)
+		// Recipients given inline were upserted by store, so only bare ids
+		// are asked.
 		unknown, err := db.UnknownRecipients(ctx, tx, bareIDs(call.ev.Recipients))
-		if err != nil {
-			return nil, err
+		if err == nil && len(unknown) > 0 {
+			err = m.unknownRecipient(unknown)
 		}
-		if len(unknown) > 0 {
-			return nil, m.unknownRecipient(unknown)
+		if err != nil {
+			ahead.settle()
+			return nil, err
 		}
 	}
 	for _, chunk := range chunks {

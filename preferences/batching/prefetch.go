@@ -125,6 +125,18 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 	return ra
 }
 
+// settle lets the first chunk's read end before the event is refused:
+// canceled mid-query, its connection would be closed instead of going
+// back to the pool, and a client sending many refused fan-outs would make
+// the pool open a connection for every few of them. The read is bounded
+// by aheadLockWait, and ends at once when the request does. A nil
+// readAhead has nothing to settle.
+func (ra *readAhead) settle() {
+	if ra != nil {
+		<-ra.next
+	}
+}
+
 // take returns the next chunk's settings and route, or why there are
 // none: the request ended, or the read failed. It returns nil and no
 // error when the read waited too long for a table lock: the caller then
