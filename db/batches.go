@@ -427,38 +427,30 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 	return out, rows.Err()
 }
 
-// MarkFresh sets Fresh on the joins whose recipient has no batch open to
-// join under the join's key now (batches_one_open answers it). Immediate
-// joins are left as they are: they always open a batch of their own.
-func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) error {
+// MarkFresh marks the joins Fresh when none of their recipients has a
+// batch open to join under the join's key (batches_one_open answers it),
+// and reports whether it did. Fresh is all or nothing (see JoinBatches),
+// so the probe stops at the first open batch. Immediate joins always open
+// a batch of their own and are left as they are.
+func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) {
 	var rids, keys []string
 	for _, j := range joins {
 		if j.Mode != "immediate" {
 			rids, keys = append(rids, j.RecipientID), append(keys, j.BatchKey)
 		}
 	}
-	if len(rids) == 0 {
-		return nil
+	var open bool
+	err := q.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS v(rid, key)
+		    JOIN batches b ON b.recipient_id = v.rid AND b.batch_key = v.key
+		    WHERE b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed)`, rids, keys).Scan(&open)
+	if err != nil || open {
+		return false, err
 	}
-	rows, err := q.Query(ctx, `
-		SELECT b.recipient_id, b.batch_key FROM unnest($1::text[], $2::text[]) AS v(rid, key)
-		JOIN batches b ON b.recipient_id = v.rid AND b.batch_key = v.key
-		WHERE b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`, rids, keys)
-	if err != nil {
-		return fmt.Errorf("open batches: %w", err)
+	for i := range joins {
+		joins[i].Fresh = joins[i].Mode != "immediate"
 	}
-	open := map[[2]string]bool{}
-	var rid, key string
-	if _, err := pgx.ForEachRow(rows, []any{&rid, &key}, func() error {
-		open[[2]string{rid, key}] = true
-		return nil
-	}); err != nil {
-		return fmt.Errorf("open batches: %w", err)
-	}
-	for i, j := range joins {
-		joins[i].Fresh = j.Mode != "immediate" && !open[[2]string{j.RecipientID, j.BatchKey}]
-	}
-	return nil
+	return true, nil
 }
 
 // BatchJoin asks for one notification to go into a batch: the open one for

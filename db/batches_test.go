@@ -151,11 +151,12 @@ func TestFreshJoinsOpenBatchesOrJoinTheOneOpenedSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	hint := []db.BatchJoin{freshJoin("ann", now, false), freshJoin("ben", now, false), freshJoin("cy", now, false)}
-	if err := db.MarkFresh(ctx, d.Pool, hint); err != nil {
-		t.Fatal(err)
+	if fresh, err := db.MarkFresh(ctx, d.Pool, hint); err != nil || fresh || hint[0].Fresh {
+		t.Fatalf("fresh %v (%v), ann marked %v; want ben's open batch seen and none marked", fresh, err, hint[0].Fresh)
 	}
-	if !hint[0].Fresh || hint[1].Fresh || !hint[2].Fresh {
-		t.Fatalf("fresh: ann %v, ben %v, cy %v; want ben's open batch seen", hint[0].Fresh, hint[1].Fresh, hint[2].Fresh)
+	hint = []db.BatchJoin{freshJoin("ann", now, false), {RecipientID: "ben", BatchKey: "task", Mode: "immediate"}, freshJoin("cy", now, false)}
+	if fresh, err := db.MarkFresh(ctx, d.Pool, hint); err != nil || !fresh || !hint[0].Fresh || hint[1].Fresh || !hint[2].Fresh {
+		t.Fatalf("fresh %v (%v), marked %v %v %v; want ann and cy marked, ben's immediate join left", fresh, err, hint[0].Fresh, hint[1].Fresh, hint[2].Fresh)
 	}
 
 	out, err := joinInTx(ctx, d, []db.BatchJoin{freshJoin("ann", now, true), freshJoin("cy", now, true)}, now)

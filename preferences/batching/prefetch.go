@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -175,10 +174,9 @@ func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool)
 	}
 	l = loaded{settings: s, routed: &r}
 	if probe {
-		if err := db.MarkFresh(ctx, q, r.joins); err != nil {
+		if l.fresh, err = db.MarkFresh(ctx, q, r.joins); err != nil {
 			return loaded{err: err}
 		}
-		l.fresh = !slices.ContainsFunc(r.joins, func(j db.BatchJoin) bool { return !j.Fresh && j.Mode != "immediate" })
 	}
 	return l
 }
