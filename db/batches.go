@@ -468,7 +468,7 @@ type BatchJoin struct {
 	// so that a new batch takes no more of the joins for its key.
 	MaxItems int
 	// Fresh says the recipient had no batch open under BatchKey a moment
-	// ago (read ahead of the transaction, see FreshJoins). It is a hint:
+	// ago (read ahead of the transaction, see MarkFresh). It is a hint:
 	// when every join of a statement has it, the batches are opened with
 	// a plain INSERT, which PostgreSQL writes for about three quarters of
 	// an upsert's work; if another event opened one of them meanwhile,
@@ -684,9 +684,10 @@ func joinEach(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) 
 	return out, nil
 }
 
-// openOrJoin is the first statement of JoinBatches: the upsert, or, when
-// every join is Fresh (or immediate, which never joins a batch), a plain
-// INSERT of new batches. The INSERT runs under a savepoint and in the
+// openOrJoin is the first statement of JoinBatches: the upsert, or a
+// plain INSERT of new batches when every join is immediate (whose rows
+// batches_one_open leaves out, so they meet nothing) or Fresh, else
+// immediate. The INSERT of Fresh joins runs under a savepoint and in the
 // upsert's order, so it waits for the same rows as the upsert would; when
 // a hint was stale and the INSERT meets a batch another event opened
 // since, the savepoint is rolled back, which undoes the INSERT and its
@@ -694,11 +695,18 @@ func joinEach(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) 
 // an INSERT and an upsert would lock rows out of order and let two
 // events deadlock, so it is all of them or none.
 func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time) ([]JoinedBatch, error) {
-	fresh := len(joins) > 0
+	fresh, hinted := len(joins) > 0, false
 	for _, j := range joins {
 		fresh = fresh && (j.Fresh || j.Mode == "immediate")
+		hinted = hinted || j.Fresh
 	}
-	if _, inTx := q.(pgx.Tx); !fresh || !inTx {
+	_, inTx := q.(pgx.Tx)
+	switch {
+	case fresh && !hinted:
+		// Immediate joins only: batches_one_open leaves their rows out,
+		// so the INSERT meets nothing.
+		return insertBatches(ctx, q, joins, counts, now, "")
+	case !fresh || !inTx:
 		// A savepoint needs a transaction.
 		return upsertBatches(ctx, q, joins, counts, now)
 	}
