@@ -273,9 +273,12 @@ func TestFreshHintInsertMeetsAnUncommittedBatch(t *testing.T) {
 			d := hintDB(t, "ann", "ben", "cy")
 			ctx := context.Background()
 			other := uncommittedBatch(t, d, "ben")
-			out, err, _ := dbtest.EndWhileBlocked(t, d, other, commit, func() ([]db.JoinedBatch, error) {
+			out, err, waited := dbtest.EndWhileBlocked(t, d, other, commit, func() ([]db.JoinedBatch, error) {
 				return joinInTx(ctx, d, []db.BatchJoin{freshJoin("ann", freshNow, true), freshJoin("ben", freshNow, true), freshJoin("cy", freshNow, true)}, freshNow)
 			})
+			if strings.Contains(waited, "ON CONFLICT") || !strings.Contains(waited, "INSERT INTO batches") {
+				t.Errorf("the join waited in %q, not the plain INSERT", waited)
+			}
 			r := struct {
 				out []db.JoinedBatch
 				err error

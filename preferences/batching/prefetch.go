@@ -153,9 +153,9 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 	return &l, nil
 }
 
-// load reads and routes one chunk and, when asked to probe, marks the
-// joins whose recipients have no batch open (db.MarkFresh): when all of
-// them are, the transaction opens their batches with a plain INSERT
+// load reads and routes one chunk and, when asked to probe, marks its
+// joins Fresh if none of its recipients has a batch open (db.MarkFresh):
+// the transaction then opens their batches with a plain INSERT
 // (db.JoinBatches), and a batch opened since makes it upsert them. It
 // runs outside the request's goroutine, where the server's recovery from
 // a panic does not reach: a panic fails the event instead of the process.
