@@ -17,7 +17,7 @@
 //     to the server as parameters, never inside the SQL text, and a write
 //     can commit in the same pgx.Tx as the River job that needs it, which
 //     bun cannot share. Recipients in particular are written only here,
-//     whether one at a time (MergeRecipient) or in sets (UpsertRecipients).
+//     whether one at a time (MergeRecipient) or in sets (UpsertRecipients, SaveRecipients).
 //   - bun (a bun.IDB) for reading a model whole for a page or an answer
 //     that shows it (ListTypes, GetRecipient), where its struct mapping
 //     reads best, and for the migrations.

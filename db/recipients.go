@@ -266,6 +266,112 @@ func UnknownRecipients(ctx context.Context, q Querier, ids []string) ([]string, 
 // the contact fields to create or update it with.
 type InlineRecipient struct{ ID, Email, Name, Timezone, Locale string }
 
+// SaveRecipients is UpsertRecipients for a fan-out's list, inside tx,
+// with less work. It first reads which of the recipients are stored, and
+// writes only those that are not and those a field given would change.
+// The upsert locks every row it conflicts with, even where it changes
+// nothing, which costs a write-ahead record per recipient when the same
+// audience is notified again (0.34 s of PostgreSQL's time for 50,000
+// unchanged, against 0.1 s for the read). When every write is a new
+// recipient they are inserted without ON CONFLICT, whose speculative
+// inserts cost half as much again; a recipient created by another request
+// since the read meets the primary key, and the insert is undone
+// (PostgreSQL logs the duplicate key) and upserted. Writes that change
+// stored recipients are upserted with the new ones, in one statement, so
+// rows are locked in the one order every writer of recipients keeps.
+//
+// A row changed by another request after the read, to no longer match
+// what the list gives, is left as that request wrote it, as if the list
+// had come first.
+func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error {
+	if len(rs) < readRecipientsFrom {
+		return UpsertRecipients(ctx, tx, rs)
+	}
+	writes, changes, err := recipientWrites(ctx, tx, rs)
+	if err != nil || len(writes) == 0 {
+		return err
+	}
+	if changes {
+		return UpsertRecipients(ctx, tx, writes)
+	}
+	if _, err := tx.Exec(ctx, "SAVEPOINT new_recipients"); err != nil {
+		return fmt.Errorf("save recipients: %w", err)
+	}
+	ids, emails, names, zones, locales := inlineColumns(writes)
+	_, err = tx.Exec(ctx, `
+		INSERT INTO recipients (id, email, name, timezone, locale)
+		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC'), locale
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale)
+		ORDER BY id COLLATE "C"`, ids, emails, names, zones, locales)
+	if violates(err, "recipients_pkey") {
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT new_recipients"); err != nil {
+			return fmt.Errorf("save recipients: %w", err)
+		}
+		return UpsertRecipients(ctx, tx, writes)
+	}
+	if err != nil {
+		return fmt.Errorf("save recipients: %w", err)
+	}
+	return nil
+}
+
+// readRecipientsFrom is the shortest list SaveRecipients reads first:
+// below it, the read would cost more than it saves.
+const readRecipientsFrom = 1000
+
+// recipientWrites are those of rs that are not stored, or that a field
+// given would change (a field left empty changes nothing), and whether
+// any of them is stored.
+func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient) ([]InlineRecipient, bool, error) {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY($1::text[])`, ids)
+	if err != nil {
+		return nil, false, fmt.Errorf("read recipients: %w", err)
+	}
+	stored := map[string]InlineRecipient{}
+	var r InlineRecipient
+	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale}, func() error {
+		stored[r.ID] = r
+		return nil
+	}); err != nil {
+		return nil, false, fmt.Errorf("read recipients: %w", err)
+	}
+	if len(stored) == 0 {
+		return rs, false, nil
+	}
+	var writes []InlineRecipient
+	changes := false
+	for _, r := range rs {
+		was, ok := stored[r.ID]
+		if ok && !r.alters(was) {
+			continue
+		}
+		writes = append(writes, r)
+		changes = changes || ok
+	}
+	return writes, changes, nil
+}
+
+// alters says whether saving r over was would change it: a field given,
+// not empty, that differs from the stored one.
+func (r InlineRecipient) alters(was InlineRecipient) bool {
+	differs := func(given, stored string) bool { return given != "" && given != stored }
+	return differs(r.Email, was.Email) || differs(r.Name, was.Name) || differs(r.Timezone, was.Timezone) || differs(r.Locale, was.Locale)
+}
+
+// inlineColumns is rs as one array per column.
+func inlineColumns(rs []InlineRecipient) (ids, emails, names, zones, locales []string) {
+	n := len(rs)
+	ids, emails, names, zones, locales = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, r := range rs {
+		ids[i], emails[i], names[i], zones[i], locales[i] = r.ID, r.Email, r.Name, r.Timezone, r.Locale
+	}
+	return ids, emails, names, zones, locales
+}
+
 // UpsertRecipients creates or updates recipients given inline in an event,
 // in one statement. Empty fields do not overwrite stored ones, and a row
 // is rewritten only when a field given changes it, so notifying the same
@@ -281,22 +387,22 @@ type InlineRecipient struct{ ID, Email, Name, Timezone, Locale string }
 // conflicting id up in the list instead made the statement quadratic (22 s
 // to notify 20,000 inline recipients a second time). Conflicts with a
 // concurrent insert of the same recipient are resolved by ON CONFLICT.
+//
+// Rows are written, and so locked, in the byte order of their ids
+// (COLLATE "C"), the order Go sorts strings in, so that SaveRecipients'
+// copy keeps the same order whatever the database's collation.
 func UpsertRecipients(ctx context.Context, q Querier, rs []InlineRecipient) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	n := len(rs)
-	ids, emails, names, zones, locales := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, r := range rs {
-		ids[i], emails[i], names[i], zones[i], locales[i] = r.ID, r.Email, r.Name, r.Timezone, r.Locale
-	}
+	ids, emails, names, zones, locales := inlineColumns(rs)
 	// The locale column defaults to '', so EXCLUDED.locale is what was
 	// given and needs no lookup, unlike the zone.
 	_, err := q.Exec(ctx, `
 		WITH given AS (SELECT jsonb_object($1::text[], $4::text[]) AS zones)
 		INSERT INTO recipients AS r (id, email, name, timezone, locale)
 		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC'), locale
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale) ORDER BY id
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale) ORDER BY id COLLATE "C"
 		ON CONFLICT (id) DO UPDATE SET
 		    email = coalesce(nullif(EXCLUDED.email, ''), r.email),
 		    name = coalesce(nullif(EXCLUDED.name, ''), r.name),

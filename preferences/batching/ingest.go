@@ -378,7 +378,7 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	var wg sync.WaitGroup
 	for i, half := range halves {
 		wg.Go(func() {
-			errs[i] = pgx.BeginTxFunc(ctx, conns[i], pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) error { return db.UpsertRecipients(ctx, tx, half) })
+			errs[i] = pgx.BeginTxFunc(ctx, conns[i], pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) error { return db.SaveRecipients(ctx, tx, half) })
 		})
 	}
 	wg.Wait()
@@ -573,7 +573,7 @@ func (in *ingestion) store(ctx context.Context) error {
 		stored.Data = ev.encodedData
 		events[i] = stored
 	}
-	if err := db.UpsertRecipients(ctx, in.tx, inline); err != nil {
+	if err := db.SaveRecipients(ctx, in.tx, inline); err != nil {
 		return err
 	}
 	ids, created, err := db.InsertEvents(ctx, in.tx, events)

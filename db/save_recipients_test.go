@@ -1,0 +1,181 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
+)
+
+// storedRecipient is a recipient's saved fields, and the transactions
+// that last wrote (xmin) and locked (xmax) its row, which say whether a
+// save wrote to it.
+type storedRecipient struct {
+	db.InlineRecipient
+	xmin, xmax int64
+}
+
+func storedRecipients(t *testing.T, d *db.DB) map[string]storedRecipient {
+	t.Helper()
+	rows, err := d.Pool.Query(context.Background(), `SELECT id, email, name, timezone, locale, xmin::text::bigint, xmax::text::bigint FROM recipients`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]storedRecipient{}
+	var r storedRecipient
+	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale, &r.xmin, &r.xmax}, func() error {
+		out[r.ID] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// saveInTx runs save on rs in a transaction of its own, committed.
+func saveInTx(t *testing.T, d *db.DB, rs []db.InlineRecipient, save func(context.Context, pgx.Tx, []db.InlineRecipient) error) error {
+	t.Helper()
+	return pgx.BeginFunc(context.Background(), d.Pool, func(tx pgx.Tx) error { return save(context.Background(), tx, rs) })
+}
+
+func upsert(ctx context.Context, tx pgx.Tx, rs []db.InlineRecipient) error {
+	return db.UpsertRecipients(ctx, tx, rs)
+}
+
+// audience is n recipients p0000…, each with every field given.
+func audience(p string, n int) []db.InlineRecipient {
+	out := make([]db.InlineRecipient, n)
+	for i := range out {
+		id := fmt.Sprintf("%s%04d", p, i)
+		out[i] = db.InlineRecipient{ID: id, Email: id + "@example.com", Name: "Name " + id, Timezone: "Europe/Berlin", Locale: "de"}
+	}
+	return out
+}
+
+// A fan-out's list is saved exactly as the one-statement upsert saves it,
+// whatever mix of new, unchanged, partly given and changed recipients it
+// holds, and rows it would not change are neither rewritten nor locked.
+func TestSaveRecipientsSavesWhatTheUpsertSaves(t *testing.T) {
+	seeded := audience("r", 1500)
+	cases := map[string]func([]db.InlineRecipient) []db.InlineRecipient{
+		"all new": func([]db.InlineRecipient) []db.InlineRecipient { return audience("n", 1200) },
+		"new and unchanged": func(old []db.InlineRecipient) []db.InlineRecipient {
+			return append(audience("n", 600), old[:900]...)
+		},
+		"unchanged only": func(old []db.InlineRecipient) []db.InlineRecipient { return old[200:1400] },
+		"new, unchanged, partly given and changed": func(old []db.InlineRecipient) []db.InlineRecipient {
+			list := append(audience("n", 400), old[:1100]...)
+			for i := 400; i < len(list); i += 7 {
+				list[i] = db.InlineRecipient{ID: list[i].ID} // fields left out keep the stored ones
+			}
+			list[401].Email, list[402].Timezone, list[403].Locale, list[404].Name = "moved@example.com", "Asia/Tokyo", "ja", "Renamed"
+			list[3].Timezone = "" // a new recipient without a zone gets UTC
+			return list
+		},
+	}
+	for name, listOf := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got, before [2]map[string]storedRecipient
+			for i, save := range []func(context.Context, pgx.Tx, []db.InlineRecipient) error{db.SaveRecipients, upsert} {
+				d := dbtest.New(t)
+				if err := saveInTx(t, d, seeded, upsert); err != nil {
+					t.Fatal(err)
+				}
+				before[i] = storedRecipients(t, d)
+				if err := saveInTx(t, d, listOf(seeded), save); err != nil {
+					t.Fatalf("save: %v", err)
+				}
+				got[i] = storedRecipients(t, d)
+			}
+			if len(got[0]) != len(got[1]) {
+				t.Fatalf("%d recipients stored, the upsert stores %d", len(got[0]), len(got[1]))
+			}
+			for id, want := range got[1] {
+				if got[0][id].InlineRecipient != want.InlineRecipient {
+					t.Errorf("%s: saved %+v, the upsert saves %+v", id, got[0][id].InlineRecipient, want.InlineRecipient)
+				}
+				if was, ok := before[0][id]; ok && was.InlineRecipient == want.InlineRecipient && (got[0][id].xmin != was.xmin || got[0][id].xmax != was.xmax) {
+					t.Errorf("%s: unchanged, but its row was written to", id)
+				}
+			}
+		})
+	}
+}
+
+// A recipient another request creates after the read, while the list's
+// new recipients are inserted: the insert waits for that request, and
+// when it commits the list is upserted over it instead (its given fields
+// win, as if the list came second); when it rolls back the insert goes on.
+func TestSaveRecipientsMeetsOneCreatedSinceTheRead(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
+			d := dbtest.New(t)
+			ctx := context.Background()
+			list := audience("r", 1200)
+			list[500].Locale = ""
+			other, err := d.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Rollback(ctx) })
+			if _, err := other.Exec(ctx, `INSERT INTO recipients (id, email, name, timezone, locale) VALUES ('r0500', 'first@example.com', 'First', 'Asia/Tokyo', 'ja')`); err != nil {
+				t.Fatal(err)
+			}
+			_, err, waited := dbtest.EndWhileBlocked(t, d, other, commit, func() (struct{}, error) {
+				return struct{}{}, saveInTx(t, d, list, db.SaveRecipients)
+			})
+			if err != nil {
+				t.Fatalf("save: %v", err)
+			}
+			if strings.Contains(waited, "ON CONFLICT") || !strings.Contains(waited, "INSERT INTO recipients") {
+				t.Errorf("the save waited in %q, not the plain INSERT", waited)
+			}
+			got := storedRecipients(t, d)
+			if len(got) != len(list) {
+				t.Fatalf("%d recipients stored, want %d", len(got), len(list))
+			}
+			want := list[500]
+			if commit {
+				want.Locale = "ja" // left out of the list, so the stored one stays
+			}
+			if got["r0500"].InlineRecipient != want {
+				t.Errorf("r0500: %+v, want %+v", got["r0500"].InlineRecipient, want)
+			}
+		})
+	}
+}
+
+// Two fan-outs save overlapping new audiences at once, given in opposite
+// orders: both lock rows in the one order, so neither waits for the other
+// in a cycle (PostgreSQL would abort one as a deadlock), and each
+// recipient is stored once.
+func TestSaveRecipientsRacingOverlappingAudiences(t *testing.T) {
+	d := dbtest.New(t)
+	for round := range 5 {
+		p := fmt.Sprintf("x%d-", round)
+		a, b := audience(p, 2000), audience(p, 3000)[1000:]
+		for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+			b[i], b[j] = b[j], b[i]
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, list := range [][]db.InlineRecipient{a, b} {
+			wg.Go(func() { errs[i] = saveInTx(t, d, list, db.SaveRecipients) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	if got := len(storedRecipients(t, d)); got != 5*3000 {
+		t.Errorf("%d recipients stored, want %d", got, 5*3000)
+	}
+}
