@@ -282,7 +282,10 @@ type InlineRecipient struct{ ID, Email, Name, Timezone, Locale string }
 //
 // A row changed by another request after the read, to no longer match
 // what the list gives, is left as that request wrote it, as if the list
-// had come first.
+// had come first. Unchanged rows are not locked either, so a recipient
+// deleted by hand (lull deletes none) while the event is written is
+// missing from it, and the event is refused as naming an unknown
+// recipient, which the upsert's lock would have made the delete wait for.
 func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error {
 	if len(rs) < readRecipientsFrom {
 		return UpsertRecipients(ctx, tx, rs)
@@ -303,14 +306,21 @@ func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error 
 		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC'), locale
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale)
 		ORDER BY id COLLATE "C"`, ids, emails, names, zones, locales)
-	if violates(err, "recipients_pkey") {
-		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT new_recipients"); err != nil {
-			return fmt.Errorf("save recipients: %w", err)
-		}
-		return UpsertRecipients(ctx, tx, writes)
-	}
-	if err != nil {
+	met := violates(err, "recipients_pkey")
+	if err != nil && !met {
 		return fmt.Errorf("save recipients: %w", err)
+	}
+	// The savepoint ends either way, so that the caller's later writes
+	// are not made in a subtransaction.
+	end := "RELEASE SAVEPOINT new_recipients"
+	if met {
+		end = "ROLLBACK TO SAVEPOINT new_recipients; " + end
+	}
+	if _, err := tx.Exec(ctx, end); err != nil {
+		return fmt.Errorf("save recipients: %w", err)
+	}
+	if met {
+		return UpsertRecipients(ctx, tx, writes)
 	}
 	return nil
 }

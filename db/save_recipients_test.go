@@ -179,3 +179,53 @@ func TestSaveRecipientsRacingOverlappingAudiences(t *testing.T) {
 		t.Errorf("%d recipients stored, want %d", got, 5*3000)
 	}
 }
+
+// SaveRecipients leaves no savepoint of its own open in the caller's
+// transaction, with or without its fallback: left open, every later
+// write of the event (its batches, notifications and jobs) would be made
+// in a subtransaction, under an id of its own.
+func TestSaveRecipientsReleasesItsSavepoint(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			d := dbtest.New(t)
+			ctx := context.Background()
+			save := func() (bool, error) {
+				var topLevel bool
+				err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+					if err := db.SaveRecipients(ctx, tx, audience("r", 1200)); err != nil {
+						return err
+					}
+					// A row written now carries the transaction's own id
+					// unless a savepoint is still open.
+					return tx.QueryRow(ctx, `WITH w AS (UPDATE recipients SET name = name || '.' WHERE id = 'r0000' RETURNING xmin)
+						SELECT (SELECT xmin::text FROM w) = pg_current_xact_id()::text`).Scan(&topLevel)
+				})
+				return topLevel, err
+			}
+			var topLevel bool
+			var err error
+			if fallback {
+				// A recipient of the list created meanwhile: the INSERT
+				// waits for it, meets the key and is rolled back to the
+				// savepoint, and the list is upserted.
+				other, berr := d.Pool.Begin(ctx)
+				if berr != nil {
+					t.Fatal(berr)
+				}
+				t.Cleanup(func() { other.Rollback(ctx) })
+				if _, err := other.Exec(ctx, `INSERT INTO recipients (id) VALUES ('r0500')`); err != nil {
+					t.Fatal(err)
+				}
+				topLevel, err, _ = dbtest.EndWhileBlocked(t, d, other, true, save)
+			} else {
+				topLevel, err = save()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !topLevel {
+				t.Error("a write after SaveRecipients was made in a subtransaction: its savepoint is still open")
+			}
+		})
+	}
+}

@@ -286,9 +286,14 @@ func RecordBounce(ctx context.Context, tx pgx.Tx, r BounceReport, p SoftBouncePo
 func AddSuppression(ctx context.Context, q Querier, s Suppression, now time.Time) (*Suppression, bool, error) {
 	if s.Reason == ReasonComplaint {
 		// recipients has no index on lower(email): complaints are rare,
-		// and one would cost every ingest that writes a recipient.
-		if _, err := q.Exec(ctx, `UPDATE recipients SET unsubscribed = true, updated_at = $2
-			WHERE lower(email) = $1 AND NOT unsubscribed`, NormalizeAddress(s.Address), now); err != nil {
+		// and one would cost every ingest that writes a recipient. The
+		// rows are locked in id order, as every writer of several
+		// recipients locks them (UpsertRecipients), so that a complaint
+		// and a fan-out updating two of them cannot wait for each other.
+		if _, err := q.Exec(ctx, `UPDATE recipients r SET unsubscribed = true, updated_at = $2
+			FROM (SELECT id FROM recipients WHERE lower(email) = $1 AND NOT unsubscribed
+			      ORDER BY id COLLATE "C" FOR NO KEY UPDATE) l
+			WHERE r.id = l.id`, NormalizeAddress(s.Address), now); err != nil {
 			return nil, false, fmt.Errorf("unsubscribe %s: %w", s.Address, err)
 		}
 	}

@@ -112,3 +112,59 @@ func TestPruneKeepsBounceReportsForTheRates(t *testing.T) {
 		t.Fatalf("pruned %d bounce reports and left %d, want 1 and the one of 3 days ago", gone["bounce_reports"], left)
 	}
 }
+
+// A complaint unsubscribes every recipient with the address in one
+// UPDATE (AddSuppression), which locks them in id order, as a fan-out
+// saving its recipients does: in the order they sit in the table, the
+// two would each hold one row of a pair and wait for the other, and
+// PostgreSQL would abort one.
+func TestComplaintsLockRecipientsInIDOrder(t *testing.T) {
+	d := dbtest.New(t)
+	ctx := context.Background()
+	if err := saveInTx(t, d, audience("r", 1200), upsert); err != nil {
+		t.Fatal(err)
+	}
+	// Stored, physically in this order: z2, z0, z1, all one address.
+	for _, id := range []string{"z2", "z0", "z1"} {
+		if _, err := d.Pool.Exec(ctx, `INSERT INTO recipients (id, email) VALUES ($1, 'shared@x.example')`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM recipients WHERE id = 'z0' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	complaint, save := make(chan error, 1), make(chan error, 1)
+	go func() { // locks z2, then waits for z0 (hold)
+		complaint <- pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+			_, _, err := db.AddSuppression(ctx, tx, db.Suppression{Address: "shared@x.example", Reason: db.ReasonComplaint,
+				Scope: db.ScopeNonRequired, Source: "test", CreatedBy: "test"}, time.Now())
+			return err
+		})
+	}()
+	dbtest.LockWaiter(t, d)
+	list := append(audience("r", 1200), db.InlineRecipient{ID: "z1", Name: "One"}, db.InlineRecipient{ID: "z2", Name: "Two"})
+	go func() { save <- saveInTx(t, d, list, db.SaveRecipients) }() // locks z1, then waits for z2
+	// Once the save waits too (or is done), let the complaint go on to z0, then z1.
+	for deadline := time.Now().Add(10 * time.Second); len(save) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var waiting int
+		if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= 2 {
+			break
+		}
+	}
+	hold.Rollback(ctx)
+	if err := <-save; err != nil {
+		t.Errorf("fan-out: %v", err)
+	}
+	if err := <-complaint; err != nil {
+		t.Errorf("complaint: %v", err)
+	}
+}
