@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -1018,11 +1019,10 @@ func (ev *Event) Check(now time.Time, maxData int) error {
 	case n > MaxRecipients:
 		v.Add("recipients", fmt.Sprintf("has %d recipients; at most %d are allowed per event: send the rest in further events", n, MaxRecipients))
 	}
+	checkRecipients(v, ev.Recipients)
 	seen := make(map[string]int, len(ev.Recipients))
 	dedup := ev.Recipients[:0]
-	zones := map[string]bool{}
-	for i, r := range ev.Recipients {
-		r.Locale = validateRecipientRef(v, i, r, zones)
+	for _, r := range ev.Recipients {
 		if j, ok := seen[r.ID]; ok {
 			dedup[j] = dedup[j].merge(r)
 			continue
@@ -1053,6 +1053,38 @@ func (r RecipientRef) merge(later RecipientRef) RecipientRef {
 	r.Locale = cmp.Or(later.Locale, r.Locale)
 	return r
 }
+
+// checkRecipients checks each of rs and puts its locale in canonical
+// form. A long list is checked in parts, one a core, each with errors of
+// its own, added to v in the list's order: a fan-out to 100,000 inline
+// recipients spent 0.12 s here on one core while the database idled.
+func checkRecipients(v *ValidationError, rs []RecipientRef) {
+	check := func(v *ValidationError, lo, hi int) {
+		zones := map[string]bool{}
+		for i := lo; i < hi; i++ {
+			rs[i].Locale = validateRecipientRef(v, i, rs[i], zones)
+		}
+	}
+	parts := runtime.GOMAXPROCS(0)
+	if len(rs) < checkInPartsFrom || parts == 1 {
+		check(v, 0, len(rs))
+		return
+	}
+	errs := make([]ValidationError, parts)
+	size := (len(rs) + parts - 1) / parts
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() { check(&errs[p], min(p*size, len(rs)), min((p+1)*size, len(rs))) })
+	}
+	wg.Wait()
+	for _, e := range errs {
+		v.Errors = append(v.Errors, e.Errors...)
+	}
+}
+
+// checkInPartsFrom is the shortest list checkRecipients splits: below it
+// a goroutine would cost more than it saves.
+const checkInPartsFrom = 5000
 
 // validateRecipientRef checks recipient i and returns its locale in
 // canonical form. zones remembers which time zone names were found valid:
