@@ -25,16 +25,16 @@ var ErrRequiredThread = errors.New("a required type's conversation cannot be mut
 var ErrNotThread = errors.New("not a conversation")
 
 // MuteThreadFor mutes one thread (a batch key "type+event key") for a
-// recipient for d from now, or for good when d is 0, and returns when the
-// mute ends (nil: never). The end is reckoned on the database's clock,
+// recipient for d from now, or for good when d is 0, and returns the
+// mute: when it was made, and when it ends (nil: never). The end is reckoned on the database's clock,
 // the one ingest and flush check it against. Muting again replaces the
 // end: the latest choice holds. It refuses a key of no known type
 // (ErrNotThread) and a required type's (ErrRequiredThread), and holds the
 // recipient's row lock, so that a mute and its undo at once end in one
 // order or the other.
-func MuteThreadFor(ctx context.Context, q Querier, recipientID, batchKey string, d time.Duration) (*Recipient, *time.Time, error) {
+func MuteThreadFor(ctx context.Context, q Querier, recipientID, batchKey string, d time.Duration) (*Recipient, MutedThread, error) {
 	if d < 0 {
-		return nil, nil, ErrNotThread
+		return nil, MutedThread{}, ErrNotThread
 	}
 	return muteThread(ctx, q, recipientID, batchKey, `date_trunc('second', now()) + $3 * interval '1 second'`, int64(d/time.Second), d > 0)
 }
@@ -48,34 +48,34 @@ func MuteThreadUntil(ctx context.Context, q Querier, recipientID, batchKey strin
 
 // muteThread writes a mute ending at the SQL expression until (of $3,
 // which is arg) when ends, else for good.
-func muteThread(ctx context.Context, q Querier, recipientID, batchKey, until string, arg any, ends bool) (*Recipient, *time.Time, error) {
+func muteThread(ctx context.Context, q Querier, recipientID, batchKey, until string, arg any, ends bool) (*Recipient, MutedThread, error) {
+	m := MutedThread{BatchKey: batchKey}
 	typ, ok := ThreadType(batchKey)
 	if !ok {
-		return nil, nil, ErrNotThread
+		return nil, m, ErrNotThread
 	}
 	rec, err := LockRecipient(ctx, q, recipientID)
 	if err != nil {
-		return nil, nil, err
+		return nil, m, err
 	}
 	var required bool
 	err = q.QueryRow(ctx, `SELECT required FROM notification_types WHERE key = $1`, typ).Scan(&required)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, nil, ErrNotThread
+		return nil, m, ErrNotThread
 	case err != nil:
-		return nil, nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
+		return nil, m, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	case required:
-		return nil, nil, ErrRequiredThread
+		return nil, m, ErrRequiredThread
 	}
-	var end *time.Time
 	err = q.QueryRow(ctx, `INSERT INTO muted_threads (recipient_id, batch_key, until)
 		VALUES ($1, $2, CASE WHEN $4 THEN `+until+` END)
 		ON CONFLICT (recipient_id, batch_key) DO UPDATE SET until = excluded.until, created_at = now()
-		RETURNING until`, recipientID, batchKey, arg, ends).Scan(&end)
+		RETURNING created_at, until`, recipientID, batchKey, arg, ends).Scan(&m.CreatedAt, &m.Until)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mute thread for %s: %w", recipientID, err)
+		return nil, m, fmt.Errorf("mute thread for %s: %w", recipientID, err)
 	}
-	return rec, end, nil
+	return rec, m, nil
 }
 
 // UnmuteAll turns every conversation a recipient muted back on.

@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,8 +18,13 @@ type Undo struct {
 	// All says the recipient unsubscribed from everything; Was is whether
 	// they already had.
 	All, Was bool
-	// Thread is the batch key the recipient unsubscribed from.
-	Thread string
+	// Thread is the batch key the recipient unsubscribed from, and
+	// MutedAt when that mute was made: an undo turns back on only the
+	// mute it was made for, so a link replayed after the recipient muted
+	// the thread again leaves the newer mute. A zero MutedAt (the
+	// settings page, the API) turns the thread on whatever muted it.
+	Thread  string
+	MutedAt time.Time
 	// Modes maps each type turned to "never" to its mode before: "" when
 	// it had none of its own and followed the type's default, and
 	// typeDefault when it was "never" already. An email showed the type,
@@ -169,11 +176,11 @@ func Unsubscribe(ctx context.Context, q Querier, recipientID string, types []str
 // batch key of an email whose type unsubscribes by thread. Batches with
 // that key are then canceled at their flush (SkipMutedThread).
 func MuteThread(ctx context.Context, q Querier, recipientID, batchKey string) (*Unsubscribed, error) {
-	rec, _, err := MuteThreadFor(ctx, q, recipientID, batchKey, 0)
+	rec, m, err := MuteThreadFor(ctx, q, recipientID, batchKey, 0)
 	if err != nil {
 		return nil, err
 	}
-	return &Unsubscribed{Recipient: rec, Undo: Undo{Thread: batchKey}}, nil
+	return &Unsubscribed{Recipient: rec, Undo: Undo{Thread: batchKey, MutedAt: m.CreatedAt}}, nil
 }
 
 // MutedThread is a thread a recipient stopped.
@@ -213,18 +220,33 @@ func LiveMuteCount(ctx context.Context, q Querier, recipientID string) (int, err
 	return n, nil
 }
 
+// ErrMutedSince is returned by UndoUnsubscribe for the undo of a thread
+// mute when the recipient has muted the thread again since: the later
+// mute holds.
+var ErrMutedSince = errors.New("the conversation was muted again since")
+
 // UndoUnsubscribe puts back what an unsubscribe changed. A type the
-// recipient has set to something else since is left as they set it.
+// recipient has set to something else since is left as they set it, and
+// a thread muted again since stays muted (ErrMutedSince).
 func UndoUnsubscribe(ctx context.Context, q Querier, recipientID string, u Undo) error {
 	if _, err := LockRecipient(ctx, q, recipientID); err != nil {
 		return err
 	}
 	if u.Thread != "" {
-		// A thread muted by an earlier click is turned back on all the
-		// same: the recipient asks for it now.
-		_, err := q.Exec(ctx, `DELETE FROM muted_threads WHERE recipient_id = $1 AND batch_key = $2`, recipientID, u.Thread)
-		if err != nil {
+		// A thread muted again by a later click is left muted: that
+		// mute's created_at is not the one this undo was made for.
+		var kept bool
+		err := q.QueryRow(ctx, `
+			WITH gone AS (DELETE FROM muted_threads WHERE recipient_id = $1 AND batch_key = $2
+			              AND ($3::timestamptz IS NULL OR created_at = $3) RETURNING 1)
+			SELECT NOT EXISTS (SELECT 1 FROM gone)
+			   AND EXISTS (SELECT 1 FROM muted_threads m WHERE recipient_id = $1 AND batch_key = $2 AND `+muteLive+`)`,
+			recipientID, u.Thread, nullTime(u.MutedAt)).Scan(&kept)
+		switch {
+		case err != nil:
 			return fmt.Errorf("undo unsubscribe %s: %w", recipientID, err)
+		case kept:
+			return ErrMutedSince
 		}
 		return nil
 	}
@@ -261,6 +283,9 @@ func (u Undo) Encode() string {
 	if u.Thread != "" {
 		v.Set("thread", u.Thread)
 	}
+	if !u.MutedAt.IsZero() {
+		v.Set("muted_at", strconv.FormatInt(u.MutedAt.UnixMicro(), 10))
+	}
 	if u.All {
 		v.Set("all", "1")
 		if u.Was {
@@ -284,10 +309,22 @@ func DecodeUndo(s string) (Undo, error) {
 	if err != nil {
 		return Undo{}, err
 	}
-	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Thread: v.Get("thread"), Modes: map[string]string{}}
+	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Thread: v.Get("thread"), MutedAt: MutedAt(v.Get("muted_at")),
+		Modes: map[string]string{}}
 	for _, t := range v["t"] {
 		k, m, _ := strings.Cut(t, "=")
 		u.Modes[k] = m
 	}
 	return u, nil
+}
+
+// MutedAt reads a mute's time as an undo link carries it (microseconds
+// since 1970); anything else, as in a link made before links carried it,
+// is the zero time.
+func MutedAt(s string) time.Time {
+	us, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || us <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
 }

@@ -129,9 +129,9 @@ func (s *Server) muteThread(w http.ResponseWriter, r *http.Request) {
 		s.localMessage(w, r, http.StatusUnprocessableEntity, l.lang, "mute_bad_choice_heading", l.lang.T("mute_bad_choice", nil))
 		return
 	}
-	var until *time.Time
+	var m db.MutedThread
 	err := s.DB.InTx(r.Context(), func(tx pgx.Tx) (err error) {
-		_, until, err = db.MuteThreadFor(r.Context(), tx, l.rec.ID, l.thread, d)
+		_, m, err = db.MuteThreadFor(r.Context(), tx, l.rec.ID, l.thread, d)
 		return err
 	})
 	switch {
@@ -150,17 +150,21 @@ func (s *Server) muteThread(w http.ResponseWriter, r *http.Request) {
 	v := s.muteView(w, r, l, l.lang.T("mute_done_heading", nil))
 	data := map[string]any{"Email": l.rec.Email, "Thread": name}
 	v.Text = l.lang.T("mute_done_forever", data)
-	if until != nil {
-		data["Until"] = l.lang.DateTime(until.In(preferences.Location(l.rec.Timezone)))
+	if m.Until != nil {
+		data["Until"] = l.lang.DateTime(m.Until.In(preferences.Location(l.rec.Timezone)))
 		v.Text = l.lang.T("mute_done_until", data)
 	}
-	undo := l.thread
+	// The undo carries the thread, the settings link's deadline (empty
+	// when it has passed) and when this mute was made, so that replayed
+	// after a later mute it leaves that one.
+	var deadline string
 	// As after an unsubscribe, the page links to the settings only while
 	// the email's own settings link would still work.
 	if settings := s.Links.SettingsDeadline(l.token); s.now().Before(settings) {
 		v.SettingsURL, v.SettingsLabel = s.settingsLink(l.rec.ID), l.lang.T("mute_settings", nil)
-		undo += "\n" + strconv.FormatInt(settings.Unix(), 10)
+		deadline = strconv.FormatInt(settings.Unix(), 10)
 	}
+	undo := strings.Join([]string{l.thread, deadline, strconv.FormatInt(m.CreatedAt.UnixMicro(), 10)}, "\n")
 	token := s.Links.SignedToken(purposeMuteUndo, l.rec.ID, undo, s.now().Add(7*24*time.Hour))
 	v.UndoAction, v.UndoLabel = "/mute/undo?"+url.Values{"token": {token}}.Encode(), l.lang.T("mute_undo", nil)
 	w.Header().Set("Cache-Control", "no-store")
@@ -179,12 +183,13 @@ func (s *Server) muteUndo(w http.ResponseWriter, r *http.Request) {
 		s.localMessage(w, r, http.StatusForbidden, lang, "mute_bad_link_heading", lang.T("mute_bad_link", nil))
 		return
 	}
-	thread, deadline, _ := strings.Cut(data, "\n")
-	err = s.DB.InTx(r.Context(), func(tx pgx.Tx) error {
-		return db.UndoUnsubscribe(r.Context(), tx, id, db.Undo{Thread: thread})
+	thread, rest, _ := strings.Cut(data, "\n")
+	deadline, mutedAt, _ := strings.Cut(rest, "\n")
+	undo := s.DB.InTx(r.Context(), func(tx pgx.Tx) error {
+		return db.UndoUnsubscribe(r.Context(), tx, id, db.Undo{Thread: thread, MutedAt: db.MutedAt(mutedAt)})
 	})
-	if err != nil {
-		s.recipientError(w, r, err)
+	if undo != nil && !errors.Is(undo, db.ErrMutedSince) {
+		s.recipientError(w, r, undo)
 		return
 	}
 	l := &muteLink{thread: thread, rec: rec, lang: i18n.Resolve(rec.Locale, r.Header.Get("Accept-Language"), s.DefaultLocale)}
@@ -193,8 +198,12 @@ func (s *Server) muteUndo(w http.ResponseWriter, r *http.Request) {
 		s.recipientError(w, r, err)
 		return
 	}
-	v := s.muteView(w, r, l, l.lang.T("mute_undone_heading", nil))
-	v.Text = l.lang.T("mute_undone", map[string]any{"Email": rec.Email, "Thread": name})
+	heading, text := "mute_undone_heading", "mute_undone"
+	if undo != nil {
+		heading, text = "mute_kept_heading", "mute_kept"
+	}
+	v := s.muteView(w, r, l, l.lang.T(heading, nil))
+	v.Text = l.lang.T(text, map[string]any{"Email": rec.Email, "Thread": name})
 	if until, err := strconv.ParseInt(deadline, 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
 		v.SettingsURL, v.SettingsLabel = s.settingsLink(id), l.lang.T("mute_settings", nil)
 	}

@@ -21,6 +21,17 @@ import (
 func muteSetup(t *testing.T) (*apiBundle, string) {
 	t.Helper()
 	a := brandSetup(t)
+	sent, link := commentLink(t, a, "mute-link")
+	if !strings.Contains(sent.Text, "Mute this conversation:\n<"+strings.Replace(link, a.srv.URL, "http://lull.test", 1)+">") {
+		t.Fatalf("no mute link in the email:\n%s", sent.Text)
+	}
+	return a, link
+}
+
+// commentLink sends bob one comment of thread doc:7 and returns its email
+// and the link of its element with data-testid testid, on the test server.
+func commentLink(t *testing.T, a *apiBundle, testid string) (db.OutboxMessage, string) {
+	t.Helper()
 	id := a.postEvent(t, "comment", "Alice", "doc:7")
 	a.workFlush(t, id)
 	sent, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 1)
@@ -28,11 +39,11 @@ func muteSetup(t *testing.T) (*apiBundle, string) {
 		t.Fatal(sent, err)
 	}
 	email, _ := goquery.NewDocumentFromReader(strings.NewReader(sent[0].HTML))
-	link, ok := email.Find(`[data-testid=mute-link]`).Attr("href")
-	if !ok || !strings.Contains(sent[0].Text, "Mute this conversation:\n<"+link+">") {
-		t.Fatalf("no mute link in the email:\n%s", sent[0].Text)
+	link, ok := email.Find(`[data-testid=` + testid + `]`).Attr("href")
+	if !ok {
+		t.Fatalf("no %s in the email:\n%s", testid, sent[0].Text)
 	}
-	return a, strings.Replace(link, "http://lull.test", a.srv.URL, 1)
+	return sent[0], strings.Replace(link, "http://lull.test", a.srv.URL, 1)
 }
 
 func mutedRows(t *testing.T, a *apiBundle) int {
@@ -306,4 +317,51 @@ func TestSimulatorHonoursMutes(t *testing.T) {
 			t.Errorf("the simulator sends %v emails, want 1: %v", m["overall"].(map[string]any)["emails"], m["overall"])
 		}
 	}
+}
+
+// TestReplayedUndoKeepsALaterMute: the undo of a mute turns back on only
+// that mute. Replayed (a reload, the browser's history) after the
+// recipient muted the conversation again, it leaves the later mute and
+// says so; the later mute's own undo turns the conversation back on. So
+// does the undo of an unsubscribe from the thread.
+func TestReplayedUndoKeepsALaterMute(t *testing.T) {
+	t.Parallel()
+	a, link := muteSetup(t)
+	bob := browserClient(t)
+	mute := func(choice string) string {
+		t.Helper()
+		_, doc := postDoc(t, bob, link, url.Values{"for": {choice}}, "")
+		undo, ok := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+		if !ok {
+			t.Fatalf("no undo after muting: %q", doc.Find("main").Text())
+		}
+		return a.srv.URL + undo
+	}
+	undo := func(target, heading string, rows int) {
+		t.Helper()
+		resp, doc := postDoc(t, bob, target, nil, "")
+		if resp.StatusCode != 200 || doc.Find("h1").Text() != heading || mutedRows(t, a) != rows {
+			t.Fatalf("undo %d: %q, %q, %d mutes; want %q and %d", resp.StatusCode, doc.Find("h1").Text(), doc.Find("main").Text(),
+				mutedRows(t, a), heading, rows)
+		}
+	}
+	first := mute("1d")
+	later := mute("forever")
+	undo(first, "Still muted", 1)
+	if n := countRows(t, a.db, "SELECT count(*) FROM muted_threads WHERE until IS NULL"); n != 1 {
+		t.Fatalf("the later mute (for good) was changed: %d for good", n)
+	}
+	undo(later, "Conversation unmuted", 0)
+	undo(later, "Conversation unmuted", 0) // again: nothing to keep
+
+	// The same through the thread's unsubscribe link.
+	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate","unsubscribe":"thread"}`, 200)
+	_, unsub := commentLink(t, a, "unsubscribe-link")
+	_, doc := postDoc(t, bob, unsub, nil, "")
+	unsubUndo, ok := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
+	if !ok || mutedRows(t, a) != 1 {
+		t.Fatalf("unsubscribe from the thread: %q, %d mutes", doc.Find("main").Text(), mutedRows(t, a))
+	}
+	mute("7d")
+	undo(a.srv.URL+unsubUndo, "Still muted", 1)
 }

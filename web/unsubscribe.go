@@ -132,12 +132,19 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.DB.InTx(r.Context(), func(tx pgx.Tx) error { return db.UndoUnsubscribe(r.Context(), tx, id, u) })
 	}
+	kept := errors.Is(err, db.ErrMutedSince)
 	var rec *db.Recipient
-	if err == nil {
+	if err == nil || kept {
 		rec, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
+	}
+	if err == nil && kept {
+		err = s.mutedSince(w, r, rec, u.Thread)
 	}
 	if err != nil {
 		s.recipientError(w, r, err)
+		return
+	}
+	if kept {
 		return
 	}
 	title := "unsub_subscribed_again"
@@ -152,6 +159,19 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Unsubscribed(v))
+}
+
+// mutedSince answers the undo of a thread mute that a later mute
+// replaced: the thread stays muted, and the page says so.
+func (s *Server) mutedSince(w http.ResponseWriter, r *http.Request, rec *db.Recipient, thread string) error {
+	lang := s.pageLocale(r, rec.Locale)
+	name, err := s.threadName(r, lang, thread)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.localMessage(w, r, http.StatusOK, lang, "mute_kept_heading", lang.T("mute_kept", map[string]any{"Email": rec.Email, "Thread": name}))
+	return nil
 }
 
 // unsubscribeConfirm answers a click on the link in a browser with a
