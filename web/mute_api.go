@@ -64,14 +64,21 @@ func checkMutes(p Optional[mutePatches], types []db.Type, now time.Time) []Field
 
 // applyMutes writes checked mute changes inside the preferences' write,
 // and refuses them (rolling the write back) when they would leave more
-// than db.MaxMutes conversations muted: past that the answer, which
-// lists them all, would no longer.
+// than db.MaxMutes conversations muted and more than before: past that
+// the answer, which lists them all, would no longer. Mutes made by the
+// links in emails are never refused (an unsubscribe must be honoured),
+// so a recipient may be past the cap already; a change that leaves fewer
+// muted, or as many, is then still taken.
 func applyMutes(ctx context.Context, tx pgx.Tx, id string, p Optional[mutePatches]) error {
 	if p.Null {
 		return db.UnmuteAll(ctx, tx, id)
 	}
 	if len(p.Value) == 0 {
 		return nil
+	}
+	before, err := db.LiveMuteCount(ctx, tx, id)
+	if err != nil {
+		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Value)) {
 		var err error
@@ -88,7 +95,7 @@ func applyMutes(ctx context.Context, tx pgx.Tx, id string, p Optional[mutePatche
 		}
 	}
 	n, err := db.LiveMuteCount(ctx, tx, id)
-	if err == nil && n > db.MaxMutes {
+	if err == nil && n > db.MaxMutes && n > before {
 		err = Invalid(FieldError{"muted", fmt.Sprintf("would mute %d conversations; at most %d may be muted at once: turn some back on first", n, db.MaxMutes)})
 	}
 	return err

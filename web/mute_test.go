@@ -365,3 +365,43 @@ func TestReplayedUndoKeepsALaterMute(t *testing.T) {
 	mute("7d")
 	undo(a.srv.URL+unsubUndo, "Still muted", 1)
 }
+
+// TestPreferencesAPIMuteCap: the API refuses a change that would leave
+// more than db.MaxMutes conversations muted, naming the field, with
+// nothing changed. Mutes by the links in emails are never refused, so a
+// recipient can be past the cap already: a change that leaves fewer
+// muted, or as many, is then taken, and one that adds is refused.
+func TestPreferencesAPIMuteCap(t *testing.T) {
+	t.Parallel()
+	a := brandSetup(t)
+	put := func(body string) (int, map[string]any) {
+		t.Helper()
+		return a.call(t, "PUT", "/api/v1/recipients/u_bob/preferences", body)
+	}
+	if _, err := a.db.Pool.Exec(context.Background(), `INSERT INTO muted_threads (recipient_id, batch_key)
+		SELECT 'u_bob', 'comment+doc:' || i FROM generate_series(1, $1::int) i`, db.MaxMutes-1); err != nil {
+		t.Fatal(err)
+	}
+	if status, p := put(`{"muted":{"comment+new:1":{}}}`); status != 200 {
+		t.Fatalf("the last mute under the cap: %d %v", status, p)
+	}
+	if status, p := put(`{"muted":{"comment+new:2":{}}}`); status != 422 || fieldOf(p) != "muted" {
+		t.Fatalf("a mute past the cap: %d %v", status, p)
+	}
+	// Two more by the emails' links, past the cap.
+	if _, err := a.db.Pool.Exec(context.Background(), `INSERT INTO muted_threads (recipient_id, batch_key) VALUES ('u_bob', 'comment+link:1'), ('u_bob', 'comment+link:2')`); err != nil {
+		t.Fatal(err)
+	}
+	for body, want := range map[string]int{
+		`{"muted":{"comment+doc:1":null}}`:                     200, // one fewer, still past the cap
+		`{"muted":{"comment+doc:2":null, "comment+new:3":{}}}`: 200, // as many
+		`{"muted":{"comment+new:4":{}}}`:                       422, // one more
+	} {
+		if status, p := put(body); status != want {
+			t.Errorf("%s: %d %v, want %d", body, status, p, want)
+		}
+	}
+	if n := mutedRows(t, a); n != db.MaxMutes+1 {
+		t.Errorf("%d mutes, want %d", n, db.MaxMutes+1)
+	}
+}
