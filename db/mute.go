@@ -68,9 +68,11 @@ func muteThread(ctx context.Context, q Querier, recipientID, batchKey, until str
 	case required:
 		return nil, m, ErrRequiredThread
 	}
-	err = q.QueryRow(ctx, `INSERT INTO muted_threads (recipient_id, batch_key, until)
-		VALUES ($1, $2, CASE WHEN $4 THEN `+until+` END)
-		ON CONFLICT (recipient_id, batch_key) DO UPDATE SET until = excluded.until, created_at = now()
+	// created_at is the clock's time, not the transaction's start, which
+	// two mutes could share: an undo tells a mute by it.
+	err = q.QueryRow(ctx, `INSERT INTO muted_threads (recipient_id, batch_key, until, created_at)
+		VALUES ($1, $2, CASE WHEN $4 THEN `+until+` END, clock_timestamp())
+		ON CONFLICT (recipient_id, batch_key) DO UPDATE SET until = excluded.until, created_at = excluded.created_at
 		RETURNING created_at, until`, recipientID, batchKey, arg, ends).Scan(&m.CreatedAt, &m.Until)
 	if err != nil {
 		return nil, m, fmt.Errorf("mute thread for %s: %w", recipientID, err)

@@ -309,8 +309,11 @@ func DecodeUndo(s string) (Undo, error) {
 	if err != nil {
 		return Undo{}, err
 	}
-	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Thread: v.Get("thread"), MutedAt: MutedAt(v.Get("muted_at")),
-		Modes: map[string]string{}}
+	at, err := parseMutedAt(v.Get("muted_at"))
+	if err != nil {
+		return Undo{}, err
+	}
+	u := Undo{All: v.Get("all") == "1", Was: v.Get("was") == "1", Thread: v.Get("thread"), MutedAt: at, Modes: map[string]string{}}
 	for _, t := range v["t"] {
 		k, m, _ := strings.Cut(t, "=")
 		u.Modes[k] = m
@@ -318,13 +321,16 @@ func DecodeUndo(s string) (Undo, error) {
 	return u, nil
 }
 
-// MutedAt reads a mute's time as an undo link carries it (microseconds
-// since 1970); anything else, as in a link made before links carried it,
-// is the zero time.
-func MutedAt(s string) time.Time {
+// parseMutedAt reads a mute's time as an undo link carries it
+// (microseconds since 1970); "", as in a link made before links carried
+// it, is the zero time.
+func parseMutedAt(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
 	us, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || us <= 0 {
-		return time.Time{}
+		return time.Time{}, fmt.Errorf("bad mute time %q", s)
 	}
-	return time.UnixMicro(us)
+	return time.UnixMicro(us), nil
 }

@@ -154,26 +154,52 @@ func (s *Server) muteThread(w http.ResponseWriter, r *http.Request) {
 		data["Until"] = l.lang.DateTime(m.Until.In(preferences.Location(l.rec.Timezone)))
 		v.Text = l.lang.T("mute_done_until", data)
 	}
-	// The undo carries the thread, the settings link's deadline (empty
-	// when it has passed) and when this mute was made, so that replayed
-	// after a later mute it leaves that one.
-	var deadline string
-	// As after an unsubscribe, the page links to the settings only while
+	// The undo carries when this mute was made, so that replayed after a
+	// later mute it leaves that one, and, as after an unsubscribe, the
+	// settings link's deadline: the page links to the settings only while
 	// the email's own settings link would still work.
+	undo := muteUndoPrefix + db.Undo{Thread: l.thread, MutedAt: m.CreatedAt}.Encode()
 	if settings := s.Links.SettingsDeadline(l.token); s.now().Before(settings) {
 		v.SettingsURL, v.SettingsLabel = s.settingsLink(l.rec.ID), l.lang.T("mute_settings", nil)
-		deadline = strconv.FormatInt(settings.Unix(), 10)
+		undo += "&settings=" + strconv.FormatInt(settings.Unix(), 10)
 	}
-	undo := strings.Join([]string{l.thread, deadline, strconv.FormatInt(m.CreatedAt.UnixMicro(), 10)}, "\n")
 	token := s.Links.SignedToken(purposeMuteUndo, l.rec.ID, undo, s.now().Add(7*24*time.Hour))
 	v.UndoAction, v.UndoLabel = "/mute/undo?"+url.Values{"token": {token}}.Encode(), l.lang.T("mute_undo", nil)
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Mute(v))
 }
 
+// muteUndoPrefix starts the data of a mute's undo button, the encoded
+// db.Undo and "settings=": a batch key may hold any character, a newline
+// too, so the first form ("thread\ndeadline", without the mute's time)
+// could be misread. Buttons of that form are still read until they
+// expire, as undoing whatever mute the thread has.
+const muteUndoPrefix = "2\n"
+
+// readMuteUndo reads a mute's undo button: what to undo, and the
+// settings link's deadline.
+func readMuteUndo(data string) (db.Undo, string, error) {
+	rest, ok := strings.CutPrefix(data, muteUndoPrefix)
+	if !ok {
+		thread, deadline, _ := strings.Cut(data, "\n")
+		return db.Undo{Thread: thread}, deadline, nil
+	}
+	u, err := db.DecodeUndo(rest)
+	if err == nil && (u.Thread == "" || u.MutedAt.IsZero()) {
+		err = errors.New("an undo without its thread or its mute's time")
+	}
+	q, _ := url.ParseQuery(rest)
+	return u, q.Get("settings"), err
+}
+
 // muteUndo turns the conversation of a mute just made back on.
 func (s *Server) muteUndo(w http.ResponseWriter, r *http.Request) {
 	id, data, err := s.Links.VerifyData(r.URL.Query().Get("token"), purposeMuteUndo, s.now())
+	var u db.Undo
+	var deadline string
+	if err == nil {
+		u, deadline, err = readMuteUndo(data)
+	}
 	var rec *db.Recipient
 	if err == nil {
 		rec, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
@@ -183,29 +209,33 @@ func (s *Server) muteUndo(w http.ResponseWriter, r *http.Request) {
 		s.localMessage(w, r, http.StatusForbidden, lang, "mute_bad_link_heading", lang.T("mute_bad_link", nil))
 		return
 	}
-	thread, rest, _ := strings.Cut(data, "\n")
-	deadline, mutedAt, _ := strings.Cut(rest, "\n")
-	undo := s.DB.InTx(r.Context(), func(tx pgx.Tx) error {
-		return db.UndoUnsubscribe(r.Context(), tx, id, db.Undo{Thread: thread, MutedAt: db.MutedAt(mutedAt)})
-	})
+	undo := s.DB.InTx(r.Context(), func(tx pgx.Tx) error { return db.UndoUnsubscribe(r.Context(), tx, id, u) })
 	if undo != nil && !errors.Is(undo, db.ErrMutedSince) {
 		s.recipientError(w, r, undo)
 		return
 	}
-	l := &muteLink{thread: thread, rec: rec, lang: i18n.Resolve(rec.Locale, r.Header.Get("Accept-Language"), s.DefaultLocale)}
+	s.unmuted(w, r, rec, u.Thread, undo != nil, deadline)
+}
+
+// unmuted answers the undo of a conversation's mute (also of an
+// unsubscribe from a thread): turned back on, or still muted (kept) when
+// the recipient muted it again since, with a link to the settings until
+// deadline (Unix seconds, as the undo button carries it).
+func (s *Server) unmuted(w http.ResponseWriter, r *http.Request, rec *db.Recipient, thread string, kept bool, deadline string) {
+	l := &muteLink{thread: thread, rec: rec, lang: s.pageLocale(r, rec.Locale)}
 	name, err := s.threadName(r, l.lang, thread)
 	if err != nil {
 		s.recipientError(w, r, err)
 		return
 	}
 	heading, text := "mute_undone_heading", "mute_undone"
-	if undo != nil {
+	if kept {
 		heading, text = "mute_kept_heading", "mute_kept"
 	}
 	v := s.muteView(w, r, l, l.lang.T(heading, nil))
 	v.Text = l.lang.T(text, map[string]any{"Email": rec.Email, "Thread": name})
 	if until, err := strconv.ParseInt(deadline, 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
-		v.SettingsURL, v.SettingsLabel = s.settingsLink(id), l.lang.T("mute_settings", nil)
+		v.SettingsURL, v.SettingsLabel = s.settingsLink(rec.ID), l.lang.T("mute_settings", nil)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Mute(v))

@@ -21,18 +21,18 @@ import (
 func muteSetup(t *testing.T) (*apiBundle, string) {
 	t.Helper()
 	a := brandSetup(t)
-	sent, link := commentLink(t, a, "mute-link")
+	sent, link := commentLink(t, a, "doc:7", "mute-link")
 	if !strings.Contains(sent.Text, "Mute this conversation:\n<"+strings.Replace(link, a.srv.URL, "http://lull.test", 1)+">") {
 		t.Fatalf("no mute link in the email:\n%s", sent.Text)
 	}
 	return a, link
 }
 
-// commentLink sends bob one comment of thread doc:7 and returns its email
+// commentLink sends bob one comment of thread key and returns its email
 // and the link of its element with data-testid testid, on the test server.
-func commentLink(t *testing.T, a *apiBundle, testid string) (db.OutboxMessage, string) {
+func commentLink(t *testing.T, a *apiBundle, key, testid string) (db.OutboxMessage, string) {
 	t.Helper()
-	id := a.postEvent(t, "comment", "Alice", "doc:7")
+	id := a.postEvent(t, "comment", "Alice", key)
 	a.workFlush(t, id)
 	sent, err := db.ListOutbox(context.Background(), a.db.Pool, id, 0, 1)
 	if err != nil || len(sent) != 1 {
@@ -356,7 +356,7 @@ func TestReplayedUndoKeepsALaterMute(t *testing.T) {
 
 	// The same through the thread's unsubscribe link.
 	a.mustCall(t, "PUT", "/api/v1/types/comment", `{"name":"Comments","default_mode":"immediate","unsubscribe":"thread"}`, 200)
-	_, unsub := commentLink(t, a, "unsubscribe-link")
+	_, unsub := commentLink(t, a, "doc:7", "unsubscribe-link")
 	_, doc := postDoc(t, bob, unsub, nil, "")
 	unsubUndo, ok := doc.Find(`[data-testid=undo]`).Closest("form").Attr("action")
 	if !ok || mutedRows(t, a) != 1 {

@@ -137,14 +137,13 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 	if err == nil || kept {
 		rec, err = db.GetRecipient(r.Context(), s.DB.Bun, id)
 	}
-	if err == nil && kept {
-		err = s.mutedSince(w, r, rec, u.Thread)
-	}
 	if err != nil {
 		s.recipientError(w, r, err)
 		return
 	}
+	q, _ := url.ParseQuery(data)
 	if kept {
+		s.unmuted(w, r, rec, u.Thread, true, q.Get("settings"))
 		return
 	}
 	title := "unsub_subscribed_again"
@@ -153,25 +152,11 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 	}
 	v := views.UnsubscribedView{Page: s.localPage(w, r, s.pageLocale(r, rec.Locale), title), Email: rec.Email, Undone: true,
 		StillAll: rec.Unsubscribed}
-	q, _ := url.ParseQuery(data)
 	if until, err := strconv.ParseInt(q.Get("settings"), 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
 		v.SettingsURL = s.settingsLink(id)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Unsubscribed(v))
-}
-
-// mutedSince answers the undo of a thread mute that a later mute
-// replaced: the thread stays muted, and the page says so.
-func (s *Server) mutedSince(w http.ResponseWriter, r *http.Request, rec *db.Recipient, thread string) error {
-	lang := s.pageLocale(r, rec.Locale)
-	name, err := s.threadName(r, lang, thread)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	s.localMessage(w, r, http.StatusOK, lang, "mute_kept_heading", lang.T("mute_kept", map[string]any{"Email": rec.Email, "Thread": name}))
-	return nil
 }
 
 // unsubscribeConfirm answers a click on the link in a browser with a
