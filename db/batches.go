@@ -710,23 +710,38 @@ func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int,
 		// A savepoint needs a transaction.
 		return upsertBatches(ctx, q, joins, counts, now)
 	}
-	if _, err := q.Exec(ctx, "SAVEPOINT fresh_batches"); err != nil {
-		return nil, fmt.Errorf("join batches: %w", err)
+	return insertElse(ctx, q, "batches_one_open",
+		func() ([]JoinedBatch, error) { return insertBatches(ctx, q, joins, counts, now, "") },
+		func() ([]JoinedBatch, error) { return upsertBatches(ctx, q, joins, counts, now) })
+}
+
+// insertElse runs insert, a plain INSERT, under a savepoint and, when it
+// meets the unique index named (a row written since the caller looked),
+// undoes it and runs fallback, an upsert, instead. The savepoint ends
+// either way, so that the caller's later writes are not made in a
+// subtransaction. Any other error of insert is returned as it is, so
+// that callers can tell a lock timeout apart.
+func insertElse[T any](ctx context.Context, q Querier, index string, insert, fallback func() (T, error)) (T, error) {
+	var zero T
+	if _, err := q.Exec(ctx, "SAVEPOINT insert_else"); err != nil {
+		return zero, fmt.Errorf("savepoint: %w", err)
 	}
-	rows, err := insertBatches(ctx, q, joins, counts, now, "")
-	if violates(err, "batches_one_open") {
-		if _, err := q.Exec(ctx, "ROLLBACK TO SAVEPOINT fresh_batches"); err != nil {
-			return nil, fmt.Errorf("join batches: %w", err)
-		}
-		return upsertBatches(ctx, q, joins, counts, now)
+	out, err := insert()
+	met := violates(err, index)
+	if err != nil && !met {
+		return zero, err
 	}
-	if err != nil {
-		return nil, err
+	end := "RELEASE SAVEPOINT insert_else"
+	if met {
+		end = "ROLLBACK TO SAVEPOINT insert_else; " + end
 	}
-	if _, err := q.Exec(ctx, "RELEASE SAVEPOINT fresh_batches"); err != nil {
-		return nil, fmt.Errorf("join batches: %w", err)
+	if _, err := q.Exec(ctx, end); err != nil {
+		return zero, fmt.Errorf("savepoint: %w", err)
 	}
-	return rows, nil
+	if met {
+		return fallback()
+	}
+	return out, nil
 }
 
 // violates reports whether err is an INSERT refused by the unique index

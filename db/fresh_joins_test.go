@@ -331,22 +331,10 @@ func TestFreshHintCanceledWhileWaiting(t *testing.T) {
 	d := hintDB(t, "ann", "ben")
 	ctx := context.Background()
 	other := uncommittedBatch(t, d, "ben")
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := joinInTx(cctx, d, []db.BatchJoin{freshJoin("ann", freshNow, true), freshJoin("ben", freshNow, true)}, freshNow)
-		done <- err
-	}()
-	dbtest.LockWaiter(t, d)
-	cancel()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a canceled join succeeded")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a canceled join still waits after 10 s")
-	}
+	dbtest.CancelWhileBlocked(t, d, "a join", func(ctx context.Context) error {
+		_, err := joinInTx(ctx, d, []db.BatchJoin{freshJoin("ann", freshNow, true), freshJoin("ben", freshNow, true)}, freshNow)
+		return err
+	})
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -390,5 +378,31 @@ func TestFreshHintInsideANestedTransaction(t *testing.T) {
 	}
 	if got := openBatches(t, d); got["ann"] != [2]int{1, 2} || got["ben"] != [2]int{1, 3} {
 		t.Errorf("open batches: %v; want ann 2 items, ben 3, one batch each", got)
+	}
+}
+
+// A stale hint's fallback ends its savepoint: the event's later writes
+// are made in its own transaction, not in a subtransaction.
+func TestFreshHintFallbackReleasesItsSavepoint(t *testing.T) {
+	t.Parallel()
+	d := hintDB(t, "ann", "ben")
+	ctx := context.Background()
+	preBatch(t, d.Pool, "ben", "task", "cooldown", strp("task"), 1, freshNow.Add(30*time.Minute), "open", false)
+	var topLevel bool
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := db.JoinBatches(ctx, tx, []db.BatchJoin{freshJoin("ann", freshNow, true), freshJoin("ben", freshNow, true)}, freshNow); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `WITH w AS (UPDATE recipients SET name = name || '.' WHERE id = 'ann' RETURNING xmin)
+			SELECT (SELECT xmin::text FROM w) = pg_current_xact_id()::text`).Scan(&topLevel)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !topLevel {
+		t.Error("a write after a stale hint's fallback was made in a subtransaction: its savepoint is still open")
+	}
+	if got := openBatches(t, d); got["ann"] != [2]int{1, 1} || got["ben"] != [2]int{1, 2} {
+		t.Errorf("open batches: %v", got)
 	}
 }

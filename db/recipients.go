@@ -297,32 +297,19 @@ func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error 
 	if changes {
 		return UpsertRecipients(ctx, tx, writes)
 	}
-	if _, err := tx.Exec(ctx, "SAVEPOINT new_recipients"); err != nil {
-		return fmt.Errorf("save recipients: %w", err)
-	}
-	ids, emails, names, zones, locales := inlineColumns(writes)
-	_, err = tx.Exec(ctx, `
-		INSERT INTO recipients (id, email, name, timezone, locale)
-		SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC'), locale
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale)
-		ORDER BY id COLLATE "C"`, ids, emails, names, zones, locales)
-	met := violates(err, "recipients_pkey")
-	if err != nil && !met {
-		return fmt.Errorf("save recipients: %w", err)
-	}
-	// The savepoint ends either way, so that the caller's later writes
-	// are not made in a subtransaction.
-	end := "RELEASE SAVEPOINT new_recipients"
-	if met {
-		end = "ROLLBACK TO SAVEPOINT new_recipients; " + end
-	}
-	if _, err := tx.Exec(ctx, end); err != nil {
-		return fmt.Errorf("save recipients: %w", err)
-	}
-	if met {
-		return UpsertRecipients(ctx, tx, writes)
-	}
-	return nil
+	_, err = insertElse(ctx, tx, "recipients_pkey", func() (struct{}, error) {
+		ids, emails, names, zones, locales := inlineColumns(writes)
+		_, err := tx.Exec(ctx, `
+			INSERT INTO recipients (id, email, name, timezone, locale)
+			SELECT id, email, name, coalesce(nullif(tz, ''), 'UTC'), locale
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, email, name, tz, locale)
+			ORDER BY id COLLATE "C"`, ids, emails, names, zones, locales)
+		if err != nil {
+			err = fmt.Errorf("save recipients: %w", err)
+		}
+		return struct{}{}, err
+	}, func() (struct{}, error) { return struct{}{}, UpsertRecipients(ctx, tx, writes) })
+	return err
 }
 
 // readRecipientsFrom is the shortest list SaveRecipients reads first:

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -117,11 +118,25 @@ func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
 	ev := storedAudience(t, b, 20_001, "post")
 	ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "nobody"})
+	refusedNaming(t, b, ev, "recipients[20001]")
+	storedNoEvent(t, b)
+}
+
+// refusedNaming ingests ev and wants it refused with a validation error
+// whose first field is field, which it returns.
+func refusedNaming(t *testing.T, b *testBundle, ev *batching.Event, field string) preferences.FieldError {
+	t.Helper()
 	_, err := b.engine.Ingest(context.Background(), 1, ev)
 	var v *batching.ValidationError
-	if !errors.As(err, &v) || v.Errors[0].Field != "recipients[20001]" {
-		t.Fatalf("got %v, want a validation error on recipients[20001]", err)
+	if !errors.As(err, &v) || v.Errors[0].Field != field {
+		t.Fatalf("got %v, want a validation error on %s", err, field)
 	}
+	return v.Errors[0]
+}
+
+// storedNoEvent wants no event and no batch stored.
+func storedNoEvent(t *testing.T, b *testBundle) {
+	t.Helper()
 	if got := b.count(t, `SELECT count(*) FROM events`) + b.count(t, `SELECT count(*) FROM batches`); got != 0 {
 		t.Fatalf("a refused fan-out stored %d rows", got)
 	}
@@ -150,11 +165,7 @@ func TestInlineFanOutNamesAnUnknownID(t *testing.T) {
 		rs[i].ID, rs[i].Email = "x"+rs[i].ID, "x"+rs[i].Email
 	}
 	ev = &batching.Event{Type: "post", Actor: batching.Actor{ID: "a"}, Recipients: append(rs, batching.RecipientRef{ID: "nobody"})}
-	_, err = b.engine.Ingest(context.Background(), 1, ev)
-	var v *batching.ValidationError
-	if !errors.As(err, &v) || v.Errors[0].Field != "recipients[10001]" {
-		t.Fatalf("got %v, want a validation error on recipients[10001]", err)
-	}
+	refusedNaming(t, b, ev, "recipients[10001]")
 	if got := b.count(t, `SELECT count(*) FROM recipients WHERE id LIKE 'x%'`); got != 0 {
 		t.Fatalf("a refused fan-out stored %d recipients", got)
 	}

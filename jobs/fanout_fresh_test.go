@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -118,22 +117,10 @@ func TestFreshHintFanOutCanceledInThePlainInsert(t *testing.T) {
 	now := b.clock.Now()
 	other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
 		VALUES ($1, 'post', 'post', 'cooldown', $2, $2, $3, 300000, 1)`, secondChunkID(ev), now.Add(-time.Minute), now.Add(4*time.Minute))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
+	dbtest.CancelWhileBlocked(t, b.db, "a fan-out", func(ctx context.Context) error {
 		_, err := b.engine.Ingest(ctx, 1, ev)
-		done <- err
-	}()
-	dbtest.LockWaiter(t, b.db)
-	cancel()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a fan-out whose client went away succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the fan-out still waits 30 s after its request ended")
-	}
+		return err
+	})
 	if err := other.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -167,15 +154,11 @@ func TestFreshHintUnknownRecipientsInBothChunks(t *testing.T) {
 	for range 5 {
 		e := *ev
 		e.Recipients = slices.Clone(rs)
-		_, err := b.engine.Ingest(context.Background(), 1, &e)
-		var v *batching.ValidationError
-		if !errors.As(err, &v) || v.Errors[0].Field != "recipients[5]" || !strings.Contains(v.Errors[0].Message, "zz-nobody") {
-			t.Fatalf("got %v, want a validation error naming recipients[5], zz-nobody", err)
+		if fe := refusedNaming(t, b, &e, "recipients[5]"); !strings.Contains(fe.Message, "zz-nobody") {
+			t.Fatalf("got %v, want a validation error naming recipients[5], zz-nobody", fe)
 		}
 	}
-	if got := b.count(t, `SELECT count(*) FROM events`) + b.count(t, `SELECT count(*) FROM batches`); got != 0 {
-		t.Fatalf("refused fan-outs stored %d rows", got)
-	}
+	storedNoEvent(t, b)
 }
 
 // Every recipient in immediate mode: the second chunk counts as fresh

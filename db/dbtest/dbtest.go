@@ -255,3 +255,24 @@ func EndWhileBlocked[T any](t testing.TB, d *db.DB, other pgx.Tx, commit bool, f
 	var zero T
 	return zero, nil, waited
 }
+
+// CancelWhileBlocked runs fn with a context it cancels once fn waits for
+// a lock, as a client going away mid-request would, and wants fn to end
+// with an error soon after. what names fn in the failures.
+func CancelWhileBlocked(t testing.TB, d *db.DB, what string, fn func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	LockWaiter(t, d)
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("%s succeeded though its request was canceled", what)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still waits 30 s after its request was canceled", what)
+	}
+}
