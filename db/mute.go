@@ -26,8 +26,9 @@ var ErrNotThread = errors.New("not a conversation")
 
 // MuteThreadFor mutes one thread (a batch key "type+event key") for a
 // recipient for d from now, or for good when d is 0, and returns the
-// mute: when it was made, and when it ends (nil: never). The end is reckoned on the database's clock,
-// the one ingest and flush check it against. Muting again replaces the
+// mute: when it was made, and when it ends (nil: never). The end is
+// reckoned on the database's clock, the one ingest and flush check it
+// against. Muting again replaces the
 // end: the latest choice holds. It refuses a key of no known type
 // (ErrNotThread) and a required type's (ErrRequiredThread), and holds the
 // recipient's row lock, so that a mute and its undo at once end in one

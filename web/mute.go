@@ -234,11 +234,18 @@ func (s *Server) unmuted(w http.ResponseWriter, r *http.Request, rec *db.Recipie
 	}
 	v := s.muteView(w, r, l, l.lang.T(heading, nil))
 	v.Text = l.lang.T(text, map[string]any{"Email": rec.Email, "Thread": name})
-	if until, err := strconv.ParseInt(deadline, 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
+	if s.beforeDeadline(deadline) {
 		v.SettingsURL, v.SettingsLabel = s.settingsLink(rec.ID), l.lang.T("mute_settings", nil)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.Mute(v))
+}
+
+// beforeDeadline says whether the settings link's deadline an undo button
+// carries (Unix seconds; "" once it has passed) is still ahead.
+func (s *Server) beforeDeadline(deadline string) bool {
+	until, err := strconv.ParseInt(deadline, 10, 64)
+	return err == nil && s.now().Before(time.Unix(until, 0))
 }
 
 // threadName names a conversation as the settings page lists it: the

@@ -152,7 +152,7 @@ func (s *Server) unsubscribeUndo(w http.ResponseWriter, r *http.Request) {
 	}
 	v := views.UnsubscribedView{Page: s.localPage(w, r, s.pageLocale(r, rec.Locale), title), Email: rec.Email, Undone: true,
 		StillAll: rec.Unsubscribed}
-	if until, err := strconv.ParseInt(q.Get("settings"), 10, 64); err == nil && s.now().Before(time.Unix(until, 0)) {
+	if s.beforeDeadline(q.Get("settings")) {
 		v.SettingsURL = s.settingsLink(id)
 	}
 	w.Header().Set("Cache-Control", "no-store")
