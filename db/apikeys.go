@@ -87,7 +87,8 @@ func ListAPIKeys(ctx context.Context, q Querier) ([]APIKey, error) {
 	return keys, nil
 }
 
-// RevokeAPIKey stops a key from working at once, on every lull process.
+// RevokeAPIKey stops a key from working, on every lull process within
+// MemoTTL (each remembers live keys that long).
 // It is named by its id (from ListAPIKeys) or by the key itself, for when
 // all one has is a key that leaked. A revoked key stays revoked: adding
 // it again (a bootstrap LULL_API_KEY still in the environment) does not

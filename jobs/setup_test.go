@@ -91,7 +91,7 @@ func (b *testBundle) saveType(t *testing.T, typ db.Type) {
 	if typ.GroupText == "" {
 		typ.GroupText = "1 new " + typ.Name + "|{{count}} new " + typ.Name
 	}
-	if err := db.SaveType(context.Background(), b.db.Pool, &typ); err != nil {
+	if err := b.engine.SaveType(context.Background(), &typ); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -80,7 +80,7 @@ func (s *Server) typeEditSave(w http.ResponseWriter, r *http.Request) {
 	if !t.Required {
 		t.CatchUpDays = old.CatchUpDays // a required type is never slowed
 	}
-	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
+	if err := s.Engine.SaveType(r.Context(), t); err != nil {
 		s.pageError(w, r, err)
 		return
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,12 @@ func (s *Server) apiAuth(next http.Handler) http.Handler {
 			s.problem(w, r, errUnauthorized)
 			return
 		}
-		id, err := db.APIKeyID(r.Context(), s.DB.Pool, strings.TrimSpace(token))
+		token = strings.TrimSpace(token)
+		// A live key is remembered by its digest, not its text, for
+		// db.MemoTTL: a key revoked is refused within that time.
+		id, err := s.apiKeys.Get(sha256.Sum256([]byte(token)), func() (int64, error) {
+			return db.APIKeyID(r.Context(), s.DB.Pool, token)
+		})
 		if errors.Is(err, db.ErrNotFound) {
 			s.problem(w, r, errUnauthorized)
 			return

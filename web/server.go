@@ -4,6 +4,7 @@
 package web
 
 import (
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -47,6 +48,9 @@ type Server struct {
 	// Mail sends the links the shared-unsubscribe page mails; nil sends
 	// none.
 	Mail Mailer
+
+	// apiKeys remembers the ids of live API keys (see db.Memo).
+	apiKeys db.Memo[[sha256.Size]byte, int64]
 
 	initOnce     sync.Once
 	sessions     *sessions.CookieStore

@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -56,9 +57,16 @@ func TestSimulationAPIComparesPolicies(t *testing.T) {
 	t.Parallel()
 	a := simulationSetup(t)
 	outbox := countRows(t, a.db, "SELECT count(*) FROM outbox")
+	// The digest goes out two to three hours after bob's events, whatever
+	// the time of day the test runs at.
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dailyAt := fmt.Sprintf("%02d:00", time.Now().In(berlin).Add(3*time.Hour).Hour())
 	rep := a.mustCall(t, "POST", "/api/v1/simulations", `{`+hourRange()+`,"policies":[
 		{"name":"Pings batched","types":{"ping":{"mode":"cooldown","window":"10m"}}},
-		{"name":"Daily","everyone":{"mode":"daily","daily_at":"08:00"}}]}`, 200)
+		{"name":"Daily","everyone":{"mode":"daily","daily_at":"`+dailyAt+`"}}]}`, 200)
 	if rep["source"] != "stored" || rep["events"].(float64) != 5 {
 		t.Fatalf("report: source %v, %v events; want stored, 5", rep["source"], rep["events"])
 	}

@@ -349,7 +349,7 @@ func (s *Server) putType(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, Invalid(errs...))
 		return
 	}
-	if err := db.SaveType(r.Context(), s.DB.Pool, t); err != nil {
+	if err := s.Engine.SaveType(r.Context(), t); err != nil {
 		s.problem(w, r, err)
 		return
 	}

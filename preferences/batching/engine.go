@@ -54,6 +54,16 @@ type Engine struct {
 	sets coalesce.Group[ingestCall, ingestOut]
 	// writing tells which batches events are being written to now.
 	writing inFlight
+	// types remembers the types events were posted for (see db.Memo).
+	types db.Memo[string, *db.Type]
+}
+
+// SaveType creates or updates a type, which the next event of this
+// process sees; other processes see it within db.MemoTTL.
+func (e *Engine) SaveType(ctx context.Context, t *db.Type) error {
+	err := db.SaveType(ctx, e.DB.Pool, t)
+	e.types.Forget()
+	return err
 }
 
 func (e *Engine) now() time.Time {

@@ -989,7 +989,9 @@ func (e *Engine) validate(ctx context.Context, ev *Event) (*db.Type, error) {
 	if err := ev.Check(e.now(), e.MaxData); err != nil {
 		return nil, err
 	}
-	typ, err := db.GetType(ctx, e.DB.Pool, ev.Type)
+	// The type is read as it was up to db.MemoTTL ago, as if the event
+	// had come that much sooner; its value is never changed.
+	typ, err := e.types.Get(ev.Type, func() (*db.Type, error) { return db.GetType(ctx, e.DB.Pool, ev.Type) })
 	if err != nil {
 		if isNotFound(err) {
 			v := &ValidationError{}
