@@ -108,34 +108,93 @@ type Recipients []RecipientRef
 // *ValidationError naming the entry ("recipients[3].email"), because the
 // JSON decoder would otherwise report every entry's problem as just
 // "recipients".
+//
+// A long list is decoded in two halves at once, one a core: decoding the
+// 100,000 objects of a fan-out took a quarter of a second, while the
+// other core waited. Each half names its entries and counts them against
+// MaxRecipients from where it starts, and the first half's error wins,
+// so the answer is the one a single pass gives.
 func (rs *Recipients) UnmarshalJSON(b []byte) error {
+	if len(b) >= halvesFrom {
+		if at, before := middleEntry(b); at > 0 {
+			var second Recipients
+			var err2 error
+			var wg sync.WaitGroup
+			wg.Go(func() { second, err2 = decodeRecipients(append([]byte{'['}, b[at+1:]...), before) })
+			first, err := decodeRecipients(append(b[:at:at], ']'), 0)
+			wg.Wait()
+			if err = cmp.Or(err, err2); err != nil {
+				return err
+			}
+			*rs = append(first, second...)
+			return nil
+		}
+	}
+	list, err := decodeRecipients(b, 0)
+	if err == nil {
+		*rs = list
+	}
+	return err
+}
+
+// halvesFrom is the size of the shortest list decoded in two halves:
+// about 20,000 ids or 2,500 objects, which take a few milliseconds.
+const halvesFrom = 256 << 10
+
+// middleEntry returns the offset in the JSON array b of the comma that
+// ends the first entry past its middle, and how many entries come before
+// that comma; 0 when b is not an array or has no such comma.
+func middleEntry(b []byte) (at, before int) {
+	if len(b) == 0 || b[0] != '[' {
+		return 0, 0
+	}
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			inString = escaped || c != '"'
+			escaped = !escaped && c == '\\'
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			before++
+			if i >= len(b)/2 {
+				return i, before
+			}
+		}
+	}
+	return 0, 0
+}
+
+// decodeRecipients decodes the list b, whose first entry is entry first
+// of the event's list.
+func decodeRecipients(b []byte, first int) (Recipients, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil {
-		*rs = nil
-		return nil
+	if err != nil || tok == nil {
+		return nil, err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
+		return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
 	}
 	var list Recipients
-	for i := 0; dec.More(); i++ {
+	for i := first; dec.More(); i++ {
 		if i == MaxRecipients {
-			return &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
+			return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
 				"has more than %d recipients; at most %d are allowed per event: send the rest in further events", MaxRecipients, MaxRecipients)}}}
 		}
 		r, err := decodeRef(dec, b)
 		if err != nil {
-			return recipientDecodeError(i, err)
+			return nil, recipientDecodeError(i, err)
 		}
 		list = append(list, r)
 	}
-	*rs = list
-	return nil
+	return list, nil
 }
 
 // decodeRef decodes the next entry of the list b that dec reads. An id or
