@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/mail"
 	"runtime"
 	"slices"
@@ -120,8 +121,8 @@ func (rs *Recipients) UnmarshalJSON(b []byte) error {
 			var second Recipients
 			var err2 error
 			var wg sync.WaitGroup
-			wg.Go(func() { second, err2 = decodeRecipients(append([]byte{'['}, b[at+1:]...), before) })
-			first, err := decodeRecipients(append(b[:at:at], ']'), 0)
+			wg.Go(func() { second, err2 = decodeRecipients(b, at, before, -1) })
+			first, err := decodeRecipients(b, 0, 0, before)
 			wg.Wait()
 			if err = cmp.Or(err, err2); err != nil {
 				return err
@@ -130,7 +131,7 @@ func (rs *Recipients) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	list, err := decodeRecipients(b, 0)
+	list, err := decodeRecipients(b, 0, 0, -1)
 	if err == nil {
 		*rs = list
 	}
@@ -170,10 +171,17 @@ func middleEntry(b []byte) (at, before int) {
 	return 0, 0
 }
 
-// decodeRecipients decodes the list b, whose first entry is entry first
-// of the event's list.
-func decodeRecipients(b []byte, first int) (Recipients, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
+// decodeRecipients decodes at most n entries (n < 0: all) of the list b,
+// from its start, or from the entry after the comma at offset from. The
+// first entry decoded is entry first of the event's list. Neither half
+// of a list is copied: each decoder copies what it reads anyway.
+func decodeRecipients(b []byte, from, first, n int) (Recipients, error) {
+	var r io.Reader = bytes.NewReader(b)
+	if from > 0 {
+		// Read as "[" and the rest: offset o of what dec reads is b[from+o].
+		r = io.MultiReader(strings.NewReader("["), bytes.NewReader(b[from+1:]))
+	}
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	tok, err := dec.Token()
 	if err != nil || tok == nil {
@@ -183,16 +191,16 @@ func decodeRecipients(b []byte, first int) (Recipients, error) {
 		return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
 	}
 	var list Recipients
-	for i := first; dec.More(); i++ {
+	for i := first; i != first+n && dec.More(); i++ {
 		if i == MaxRecipients {
 			return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
 				"has more than %d recipients; at most %d are allowed per event: send the rest in further events", MaxRecipients, MaxRecipients)}}}
 		}
-		r, err := decodeRef(dec, b)
+		ref, err := decodeRef(dec, b[from:])
 		if err != nil {
 			return nil, recipientDecodeError(i, err)
 		}
-		list = append(list, r)
+		list = append(list, ref)
 	}
 	return list, nil
 }

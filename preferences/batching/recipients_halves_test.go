@@ -60,7 +60,7 @@ func TestLongListsDecodeInHalvesAsInOnePass(t *testing.T) {
 			if at, _ := middleEntry(c.body); len(c.body) < halvesFrom || at == 0 {
 				t.Fatalf("%d bytes, split at %d: not decoded in halves", len(c.body), at)
 			}
-			want, wantErr := decodeRecipients(c.body, 0)
+			want, wantErr := decodeRecipients(c.body, 0, 0, -1)
 			var got Recipients
 			err := got.UnmarshalJSON(c.body)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(err, wantErr) {
@@ -92,7 +92,7 @@ func BenchmarkDecodeFanOut(b *testing.B) {
 	})
 	b.Run("one pass", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := decodeRecipients(body, 0); err != nil {
+			if _, err := decodeRecipients(body, 0, 0, -1); err != nil {
 				b.Fatal(err)
 			}
 		}
