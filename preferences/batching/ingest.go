@@ -116,26 +116,32 @@ type Recipients []RecipientRef
 // MaxRecipients from where it starts, and the first half's error wins,
 // so the answer is the one a single pass gives.
 func (rs *Recipients) UnmarshalJSON(b []byte) error {
-	if len(b) >= halvesFrom {
-		if at, before := middleEntry(b); at > 0 {
-			var second Recipients
-			var err2 error
-			var wg sync.WaitGroup
-			wg.Go(func() { second, err2 = decodeRecipients(b, at, before, -1) })
-			first, err := decodeRecipients(b, 0, 0, before)
-			wg.Wait()
-			if err = cmp.Or(err, err2); err != nil {
-				return err
-			}
-			*rs = append(first, second...)
-			return nil
-		}
+	var list Recipients
+	var err error
+	if at, before := middleEntry(b); len(b) >= halvesFrom && at > 0 {
+		list, err = decodeHalves(b, at, before)
+	} else {
+		list, err = decodeRecipients(b, 0, 0, -1)
 	}
-	list, err := decodeRecipients(b, 0, 0, -1)
 	if err == nil {
 		*rs = list
 	}
 	return err
+}
+
+// decodeHalves decodes the list b in two halves at once, split at the
+// comma at offset at, with before entries ahead of it.
+func decodeHalves(b []byte, at, before int) (Recipients, error) {
+	var second Recipients
+	var err2 error
+	var wg sync.WaitGroup
+	wg.Go(func() { second, err2 = decodeRecipients(b, at, before, -1) })
+	first, err := decodeRecipients(b, 0, 0, before)
+	wg.Wait()
+	if err = cmp.Or(err, err2); err != nil {
+		return nil, err
+	}
+	return append(first, second...), nil
 }
 
 // halvesFrom is the size of the shortest list decoded in two halves:

@@ -1,6 +1,7 @@
 package batching
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -95,6 +96,34 @@ func BenchmarkDecodeFanOut(b *testing.B) {
 			if _, err := decodeRecipients(body, 0, 0, -1); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzRecipientHalves: any recipient list with a comma between two
+// entries decodes in halves to what one pass gives, entries and error.
+func FuzzRecipientHalves(f *testing.F) {
+	for _, seed := range []string{
+		`["a","b"]`, `["a",{"id":"b","email":"b@example.com"}]`, `[{"id":"a,\"]"},7,"c"]`,
+		`[1,2]`, `["a", {"id":"b","emial":"x"}]`, `[["a"],"b"]`, `["\\",",",null]`, `[{"id":"a"} , {"id":"b","name":{"x":1}}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return // the outer decoder refuses it before the list is decoded
+		}
+		at, before := middleEntry(b)
+		if at == 0 {
+			return
+		}
+		if b[at] != ',' {
+			t.Fatalf("split at %q, not a comma", b[at])
+		}
+		want, wantErr := decodeRecipients(b, 0, 0, -1)
+		got, err := decodeHalves(b, at, before)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("halves: %v, %v; one pass: %v, %v", got, err, want, wantErr)
 		}
 	})
 }
