@@ -10,15 +10,18 @@ import (
 const MemoTTL = time.Second
 
 // memoSweep is the size past which remembering a value first drops those
-// expired, so values no longer asked for do not pile up.
+// expired, at most once per MemoTTL (a map of more live values would
+// otherwise be walked at every miss), so values no longer asked for do
+// not pile up.
 const memoSweep = 1024
 
 // Memo remembers, for MemoTTL, what a lookup made on every request
 // returned: a live API key's id, an event's type. At a few thousand events
 // a second those two lookups were two round trips to PostgreSQL per event,
 // more than the event's share of its own writes, which are made in sets
-// (ingest ÷ pgbench 0.71–0.74 with them, 1.07–1.17 without; see
-// docs/performance.md). A value changed through this process is forgotten
+// (ingest ÷ pgbench 0.71–0.80 with them, 0.95–1.07 without; see
+// docs/performance.md). Requests that miss the same value at once each
+// look it up: at most one round trip each, once a second. A value changed through this process is forgotten
 // at once (Forget); one changed by another process is seen within MemoTTL.
 // A failed lookup (an unknown key) is not remembered, so guesses cannot
 // fill it.
@@ -33,6 +36,8 @@ type Memo[K comparable, V any] struct {
 	// gen counts Forget calls, so a lookup that began before one does not
 	// remember what it read.
 	gen uint64
+	// swept is when expired values were last dropped.
+	swept time.Time
 	// clock is time.Now unless a test sets it.
 	clock func() time.Time
 }
@@ -65,7 +70,8 @@ func (c *Memo[K, V]) Get(k K, load func() (V, error)) (V, error) {
 	if c.m == nil {
 		c.m = map[K]memoized[V]{}
 	}
-	if len(c.m) >= memoSweep {
+	if len(c.m) >= memoSweep && !now.Before(c.swept.Add(MemoTTL)) {
+		c.swept = now
 		for k, e := range c.m {
 			if !now.Before(e.until) {
 				delete(c.m, k)

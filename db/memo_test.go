@@ -74,3 +74,26 @@ func TestMemoDropsExpiredValues(t *testing.T) {
 		t.Fatalf("%d values kept, want only the one just remembered", len(m.m))
 	}
 }
+
+// TestMemoSweepsOncePerTTL: with more live values than memoSweep, a miss
+// does not walk the map again until MemoTTL has passed since the last
+// sweep.
+func TestMemoSweepsOncePerTTL(t *testing.T) {
+	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	var m Memo[int, int]
+	m.clock = func() time.Time { return now }
+	for i := range memoSweep + 1 {
+		m.Get(i, func() (int, error) { return i, nil })
+	}
+	swept := m.swept
+	now = now.Add(time.Millisecond)
+	m.Get(-1, func() (int, error) { return -1, nil })
+	if m.swept != swept {
+		t.Fatal("swept again within MemoTTL of the last sweep")
+	}
+	now = now.Add(MemoTTL)
+	m.Get(-2, func() (int, error) { return -2, nil })
+	if m.swept != now || len(m.m) != 1 {
+		t.Fatalf("after MemoTTL: swept at %v, %d values kept; want a sweep now leaving 1", m.swept, len(m.m))
+	}
+}

@@ -59,7 +59,9 @@ type Engine struct {
 }
 
 // SaveType creates or updates a type, which the next event of this
-// process sees; other processes see it within db.MemoTTL.
+// process sees; other processes see it within db.MemoTTL. t must be the
+// caller's own: db.SaveType sets its times, and a type from the memo is
+// shared by every event being written.
 func (e *Engine) SaveType(ctx context.Context, t *db.Type) error {
 	err := db.SaveType(ctx, e.DB.Pool, t)
 	e.types.Forget()
