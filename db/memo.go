@@ -21,8 +21,9 @@ const memoSweep = 1024
 // more than the event's share of its own writes, which are made in sets
 // (ingest ÷ pgbench 0.71–0.80 with them, 0.95–1.07 without; see
 // docs/performance.md). Requests that miss the same value at once each
-// look it up: at most one round trip each, once a second. A value changed through this process is forgotten
-// at once (Forget); one changed by another process is seen within MemoTTL.
+// look it up: at most one round trip each, once a second. A value
+// changed through this process is forgotten at once (Forget); one changed
+// by another process is seen within MemoTTL.
 // A failed lookup (an unknown key) is not remembered, so guesses cannot
 // fill it.
 //

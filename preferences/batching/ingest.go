@@ -116,9 +116,13 @@ type Recipients []RecipientRef
 // MaxRecipients from where it starts, and the first half's error wins,
 // so the answer is the one a single pass gives.
 func (rs *Recipients) UnmarshalJSON(b []byte) error {
+	at, before := 0, 0
+	if len(b) >= halvesFrom {
+		at, before = middleEntry(b)
+	}
 	var list Recipients
 	var err error
-	if at, before := middleEntry(b); len(b) >= halvesFrom && at > 0 {
+	if at > 0 {
 		list, err = decodeHalves(b, at, before)
 	} else {
 		list, err = decodeRecipients(b, 0, 0, -1)
