@@ -150,21 +150,35 @@ func TestFreshJoinsOpenBatchesOrJoinTheOneOpenedSince(t *testing.T) {
 	if _, err := joinInTx(ctx, d, []db.BatchJoin{freshJoin("ben", now, false)}, now); err != nil {
 		t.Fatal(err)
 	}
+	lastID := func() (id int64) {
+		if err := d.Pool.QueryRow(ctx, `SELECT last_value FROM batches_id_seq`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	before := lastID()
 	hint := []db.BatchJoin{freshJoin("ann", now, false), freshJoin("ben", now, false), freshJoin("cy", now, false)}
-	if fresh, err := db.MarkFresh(ctx, d.Pool, hint); err != nil || fresh || hint[0].Fresh {
-		t.Fatalf("fresh %v (%v), ann marked %v; want ben's open batch seen and none marked", fresh, err, hint[0].Fresh)
+	if fresh, err := db.MarkFresh(ctx, d.Pool, hint); err != nil || fresh || hint[0].Fresh || hint[0].Reserved != 0 {
+		t.Fatalf("fresh %v (%v), ann marked %v with id %d; want ben's open batch seen and none marked", fresh, err, hint[0].Fresh, hint[0].Reserved)
+	}
+	if got := lastID(); got != before {
+		t.Errorf("marking nothing took batch ids %d to %d", before, got)
 	}
 	hint = []db.BatchJoin{freshJoin("ann", now, false), {RecipientID: "ben", BatchKey: "task", Mode: "immediate"}, freshJoin("cy", now, false)}
 	if fresh, err := db.MarkFresh(ctx, d.Pool, hint); err != nil || !fresh || !hint[0].Fresh || hint[1].Fresh || !hint[2].Fresh {
 		t.Fatalf("fresh %v (%v), marked %v %v %v; want ann and cy marked, ben's immediate join left", fresh, err, hint[0].Fresh, hint[1].Fresh, hint[2].Fresh)
 	}
+	// Each join, the immediate one too, has an id of its own, in order.
+	if !(before < hint[0].Reserved && hint[0].Reserved < hint[1].Reserved && hint[1].Reserved < hint[2].Reserved) {
+		t.Errorf("reserved ids %d, %d, %d after %d; want three new ones, ascending", hint[0].Reserved, hint[1].Reserved, hint[2].Reserved, before)
+	}
 
-	out, err := joinInTx(ctx, d, []db.BatchJoin{freshJoin("ann", now, true), freshJoin("cy", now, true)}, now)
+	out, err := joinInTx(ctx, d, []db.BatchJoin{hint[0], hint[2]}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out[0].Inserted || !out[1].Inserted || out[0].ItemCount != 1 {
-		t.Errorf("fresh joins: %+v; want two new batches of one", out)
+	if !out[0].Inserted || !out[1].Inserted || out[0].ItemCount != 1 || out[0].ID != hint[0].Reserved || out[1].ID != hint[2].Reserved {
+		t.Errorf("fresh joins: %+v; want two new batches of one, with ids %d and %d", out, hint[0].Reserved, hint[2].Reserved)
 	}
 	// A stale hint: ben has a batch open, and dee's comes with him.
 	out, err = joinInTx(ctx, d, []db.BatchJoin{freshJoin("ben", now, true), freshJoin("dee", now, true)}, now)
@@ -197,6 +211,15 @@ func TestFreshJoinsRacingUpserts(t *testing.T) {
 				for i, rid := range rids {
 					if (i+w+r)%3 != 0 {
 						joins = append(joins, freshJoin(rid, now, (w+r)%2 == 0))
+					}
+				}
+				// Half the hinted rounds come with ids reserved, as a
+				// fan-out's read-ahead gives them.
+				if (w+r)%4 == 0 {
+					for i := range joins {
+						if err := d.Pool.QueryRow(ctx, `SELECT nextval('batches_id_seq')`).Scan(&joins[i].Reserved); err != nil {
+							errs <- err
+						}
 					}
 				}
 				if _, err := joinInTx(ctx, d, joins, now); err != nil {

@@ -140,9 +140,10 @@ func (c *canon) id(id int64) string {
 func (c *canon) joined(out []db.JoinedBatch) []string {
 	var s []string
 	for _, b := range out {
-		s = append(s, fmt.Sprintf("%s %s/%s %s items=%d inserted=%v opened=%s last=%s closes=%s",
+		s = append(s, fmt.Sprintf("%s %s/%s %s items=%d inserted=%v opened=%s last=%s closes=%s (%s) window=%s wait=%s",
 			c.id(b.ID), b.RecipientID, b.BatchKey, b.Mode, b.ItemCount, b.Inserted,
-			b.OpenedAt.UTC().Format(time.RFC3339Nano), b.LastEventAt.UTC().Format(time.RFC3339Nano), b.ClosesAt.UTC().Format(time.RFC3339Nano)))
+			b.OpenedAt.UTC().Format(time.RFC3339Nano), b.LastEventAt.UTC().Format(time.RFC3339Nano), b.ClosesAt.UTC().Format(time.RFC3339Nano),
+			b.ClosesAt.Location(), b.Window, b.MaxWait))
 	}
 	return s
 }
@@ -169,10 +170,33 @@ func (c *canon) table(t *testing.T, d *db.DB) []string {
 	return s
 }
 
+// The ways a statement's joins may come: without a hint, marked Fresh,
+// or marked Fresh with an id Reserved for each (see MarkFresh).
+const (
+	unhinted = iota
+	hinted
+	reserved
+)
+
+// hintAs marks joins as hint says, reserving ids from d's sequence the way
+// MarkFresh does (a stale hint included, which MarkFresh would not give).
+func hintAs(t *testing.T, d *db.DB, hint int, joins []db.BatchJoin) []db.BatchJoin {
+	t.Helper()
+	for i := range joins {
+		joins[i].Fresh = hint != unhinted
+		if hint == reserved {
+			if err := d.Pool.QueryRow(context.Background(), `SELECT nextval('batches_id_seq')`).Scan(&joins[i].Reserved); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return joins
+}
+
 // runHinted seeds a database, joins in one transaction (first "twice"
-// without the hint, as a first chunk would, then the hinted joins with
-// or without it) and describes what came out.
-func runHinted(t *testing.T, fresh bool) (joined, table []string) {
+// without the hint, as a first chunk would, then the joins hinted as
+// hint says) and describes what came out.
+func runHinted(t *testing.T, hint int) (joined, table []string) {
 	t.Helper()
 	d := hintDB(t, hintRecipients...)
 	seedStates(t, d)
@@ -188,11 +212,11 @@ func runHinted(t *testing.T, fresh bool) (joined, table []string) {
 			return err
 		}
 		var err error
-		out, err = db.JoinBatches(ctx, tx, hintJoins(fresh), freshNow)
+		out, err = db.JoinBatches(ctx, tx, hintAs(t, d, hint, hintJoins(false)), freshNow)
 		return err
 	})
 	if err != nil {
-		t.Fatalf("fresh=%v: %v", fresh, err)
+		t.Fatalf("hint %d: %v", hint, err)
 	}
 	return c.joined(out), c.table(t, d)
 }
@@ -204,34 +228,41 @@ func runHinted(t *testing.T, fresh bool) (joined, table []string) {
 // type, an immediate one, one the transaction opened itself).
 func TestFreshHintHintChangesNothing(t *testing.T) {
 	t.Parallel()
-	wantJoined, wantTable := runHinted(t, false)
-	gotJoined, gotTable := runHinted(t, true)
-	if !slices.Equal(gotJoined, wantJoined) {
-		t.Errorf("joined with the hint:\n%s\nwithout:\n%s", strings.Join(gotJoined, "\n"), strings.Join(wantJoined, "\n"))
-	}
-	if !slices.Equal(gotTable, wantTable) {
-		t.Errorf("table with the hint:\n%s\nwithout:\n%s", strings.Join(gotTable, "\n"), strings.Join(wantTable, "\n"))
+	wantJoined, wantTable := runHinted(t, unhinted)
+	for _, hint := range []int{hinted, reserved} {
+		gotJoined, gotTable := runHinted(t, hint)
+		if !slices.Equal(gotJoined, wantJoined) {
+			t.Errorf("joined with hint %d:\n%s\nwithout:\n%s", hint, strings.Join(gotJoined, "\n"), strings.Join(wantJoined, "\n"))
+		}
+		if !slices.Equal(gotTable, wantTable) {
+			t.Errorf("table with hint %d:\n%s\nwithout:\n%s", hint, strings.Join(gotTable, "\n"), strings.Join(wantTable, "\n"))
+		}
 	}
 }
 
 // Only truly new batches, with duplicates over max_items and immediate
-// joins: the plain INSERT path (no fallback) matches the upsert.
+// joins: the plain INSERT path (no fallback) matches the upsert, and so
+// do the rows computed for reserved ids, with times and windows finer
+// than the database keeps.
 func TestFreshHintPlainInsertMatchesUpsert(t *testing.T) {
 	t.Parallel()
-	run := func(fresh bool) ([]string, []string) {
+	now := freshNow.Add(123_456_789)
+	run := func(hint int) ([]string, []string) {
 		d := hintDB(t, "new", "new2", "dup")
 		ctx := context.Background()
 		c := &canon{seen: map[int64]string{}}
 		var all []db.BatchJoin
-		for _, j := range hintJoins(fresh) {
+		for _, j := range hintJoins(false) {
 			if j.RecipientID == "new" || j.RecipientID == "new2" || j.RecipientID == "dup" {
+				j.ClosesAt = j.ClosesAt.Add(987_654_321)
+				j.Window, j.MaxWait = j.Window+1500*time.Microsecond, 2*time.Hour+1
 				all = append(all, j)
 			}
 		}
 		var out []db.JoinedBatch
 		err := d.InTx(ctx, func(tx pgx.Tx) error {
 			var err error
-			out, err = db.JoinBatches(ctx, tx, all, freshNow)
+			out, err = db.JoinBatches(ctx, tx, hintAs(t, d, hint, all), now)
 			return err
 		})
 		if err != nil {
@@ -239,11 +270,13 @@ func TestFreshHintPlainInsertMatchesUpsert(t *testing.T) {
 		}
 		return c.joined(out), c.table(t, d)
 	}
-	wantJoined, wantTable := run(false)
-	gotJoined, gotTable := run(true)
-	if !slices.Equal(gotJoined, wantJoined) || !slices.Equal(gotTable, wantTable) {
-		t.Errorf("with the hint:\n%s\n%s\nwithout:\n%s\n%s", strings.Join(gotJoined, "\n"), strings.Join(gotTable, "\n"),
-			strings.Join(wantJoined, "\n"), strings.Join(wantTable, "\n"))
+	wantJoined, wantTable := run(unhinted)
+	for _, hint := range []int{hinted, reserved} {
+		gotJoined, gotTable := run(hint)
+		if !slices.Equal(gotJoined, wantJoined) || !slices.Equal(gotTable, wantTable) {
+			t.Errorf("with hint %d:\n%s\n%s\nwithout:\n%s\n%s", hint, strings.Join(gotJoined, "\n"), strings.Join(gotTable, "\n"),
+				strings.Join(wantJoined, "\n"), strings.Join(wantTable, "\n"))
+		}
 	}
 }
 

@@ -64,6 +64,17 @@ func TestFanOutOverSeveralChunks(t *testing.T) {
 	if got := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id AND b.recipient_id = n.recipient_id WHERE n.event_id = $1`, res.ID); got != n-4 {
 		t.Fatalf("%d notifications in their recipient's batch, want %d", got, n-4)
 	}
+	// The later chunks' batches were opened with ids reserved ahead and
+	// not read back: the answer must still name each as stored.
+	ids, rids, keys, closes := make([]int64, len(res.Batches)), make([]string, len(res.Batches)), make([]string, len(res.Batches)), make([]time.Time, len(res.Batches))
+	for i, ref := range res.Batches {
+		ids[i], rids[i], keys[i], closes[i] = ref.ID, ref.Recipient, ref.BatchKey, ref.ClosesAt
+	}
+	if got := b.count(t, `SELECT count(*) FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS v(id, rid, key, closes)
+		JOIN batches b ON b.id = v.id AND b.recipient_id = v.rid AND b.batch_key = v.key AND b.closes_at = v.closes AND b.item_count = 1`,
+		ids, rids, keys, closes); got != n-4 {
+		t.Fatalf("%d of the answer's %d batches are as stored", got, n-4)
+	}
 	if got := b.count(t, `SELECT count(*) FROM skips WHERE recipient_id = 'c12000' AND reason = $1`, db.SkipMutedThread); got != 1 {
 		t.Fatalf("the recipient who muted the thread has %d skips for it, want 1", got)
 	}
