@@ -154,8 +154,9 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 }
 
 // load reads and routes one chunk and, when asked to probe, marks its
-// joins Fresh if none of its recipients has a batch open (db.MarkFresh):
-// the transaction then opens their batches with a plain INSERT
+// joins Fresh if none of its recipients has a batch open (db.MarkFresh),
+// with an id reserved for each: the transaction then opens their batches
+// with a plain INSERT of those ids and reads nothing back
 // (db.JoinBatches), and a batch opened since makes it upsert them. It
 // runs outside the request's goroutine, where the server's recovery from
 // a panic does not reach: a panic fails the event instead of the process.
