@@ -726,7 +726,7 @@ func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int,
 		hinted = hinted || j.Fresh
 	}
 	insert := func() ([]JoinedBatch, error) {
-		if !slices.ContainsFunc(joins, func(j BatchJoin) bool { return j.Reserved == 0 }) {
+		if reservedInOrder(joins) {
 			return insertReserved(ctx, q, joins, counts, now)
 		}
 		return insertBatches(ctx, q, joins, counts, now, "")
@@ -874,6 +874,21 @@ func insertReserved(ctx context.Context, q Querier, joins []BatchJoin, counts []
 		out[i] = j.openedAs(itemsOf(counts, i), now)
 	}
 	return out, nil
+}
+
+// reservedInOrder says whether every join holds a Reserved id and the
+// ids ascend in the order of the joins, as MarkFresh gives them.
+// JoinBatches hands the rows of one recipient and key to its joins in id
+// order (byKey), which the sequence makes their order; ids given out of
+// order would put a notification in another join's batch, so those joins
+// take ids from the sequence instead.
+func reservedInOrder(joins []BatchJoin) bool {
+	for i, j := range joins {
+		if j.Reserved == 0 || i > 0 && j.Reserved <= joins[i-1].Reserved {
+			return false
+		}
+	}
+	return true
 }
 
 // newBatchRows selects the rows insertBatches and insertReserved write,

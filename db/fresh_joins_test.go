@@ -439,3 +439,27 @@ func TestFreshHintFallbackReleasesItsSavepoint(t *testing.T) {
 		t.Errorf("open batches: %v", got)
 	}
 }
+
+// Reserved ids that do not ascend in the order of the joins (MarkFresh
+// never gives such, but nothing else stops them) are not used: an
+// immediate and a cool-down join of one recipient and key, the later one
+// holding the lower id, each get the batch of their own mode.
+func TestReservedIDsOutOfOrderAreNotUsed(t *testing.T) {
+	t.Parallel()
+	d := hintDB(t, "new")
+	ctx := context.Background()
+	joins := []db.BatchJoin{hintJoin{"new", "task", "cooldown", "task", 0}.join(true), hintJoin{"new", "task", "immediate", "task", 0}.join(true)}
+	if err := d.Pool.QueryRow(ctx, `SELECT nextval('batches_id_seq'), nextval('batches_id_seq')`).Scan(&joins[1].Reserved, &joins[0].Reserved); err != nil {
+		t.Fatal(err)
+	}
+	out, err := joinInTx(ctx, d, joins, freshNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range joins {
+		var mode string
+		if err := d.Pool.QueryRow(ctx, `SELECT mode FROM batches WHERE id = $1`, out[i].ID).Scan(&mode); err != nil || mode != j.Mode || out[i].Mode != j.Mode {
+			t.Errorf("the %s join went into batch %d, whose mode is %q (%v), answered as %q", j.Mode, out[i].ID, mode, err, out[i].Mode)
+		}
+	}
+}
