@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -438,19 +439,16 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 // and none when it marks nothing. Ids a stale hint leaves unused are
 // gaps in the sequence, like those of any rolled-back insert.
 func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) {
-	var rids, keys []string
+	var open []BatchJoin
 	for _, j := range joins {
 		if j.Mode != "immediate" {
-			rids, keys = append(rids, j.RecipientID), append(keys, j.BatchKey)
+			open = append(open, j)
 		}
 	}
+	rids, pairs := openBatchArgs(open)
 	// The EXISTS names no outer column: it runs once, and nextval runs
 	// only when it finds nothing.
-	rows, err := q.Query(ctx, `
-		SELECT nextval('batches_id_seq') FROM generate_series(1, $3)
-		WHERE NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS v(rid, key)
-		    JOIN batches b ON b.recipient_id = v.rid AND b.batch_key = v.key
-		    WHERE b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed)`, rids, keys, len(joins))
+	rows, err := q.Query(ctx, markFreshQuery, openBatchPlan, rids, pairs, len(joins))
 	if err != nil {
 		return false, fmt.Errorf("look for open batches: %w", err)
 	}
@@ -951,19 +949,50 @@ func (j BatchJoin) openedAs(items int, now time.Time) JoinedBatch {
 // sealBatches seals the open batches the joins found due or full, which
 // the caller's upsert has locked.
 func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
-	rids, keys := make([]string, len(joins)), make([]string, len(joins))
-	for i, j := range joins {
-		rids[i], keys[i] = j.RecipientID, j.BatchKey
-	}
-	_, err := q.Exec(ctx, `
-		UPDATE batches b SET sealed = true
-		FROM unnest($1::text[], $2::text[]) AS v(rid, key)
-		WHERE b.recipient_id = v.rid AND b.batch_key = v.key
-		  AND b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`, rids, keys)
+	rids, pairs := openBatchArgs(joins)
+	_, err := q.Exec(ctx, sealQuery, openBatchPlan, rids, pairs)
 	if err != nil {
 		return fmt.Errorf("seal batches: %w", err)
 	}
 	return nil
+}
+
+// openBatchOf matches b, an open batch that joins can join (the rows of
+// batches_one_open), whose recipient and key are one of the pairs that
+// openBatchArgs gives as $1 and $2. Open batches are what a fan-out has
+// just written by the hundred thousand, before autovacuum counts them,
+// so PostgreSQL may take them for one row. Joined to the list, they were
+// then the outer side of a nested loop that read the whole list for
+// each: 65 s to probe 10,000 recipients who each held an open batch
+// under another key. Without a join, and planned for the lists given
+// (openBatchPlan), every plan is linear: the index looks up each
+// recipient, or one pass over the open batches tests each against the
+// lists, which PostgreSQL hashes.
+const openBatchOf = `b.recipient_id = ANY($1::text[])
+		  AND octet_length(b.recipient_id) || ':' || b.recipient_id || b.batch_key = ANY($2::text[])
+		  AND b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`
+
+const (
+	markFreshQuery = `SELECT nextval('batches_id_seq') FROM generate_series(1, $3)
+		WHERE NOT EXISTS (SELECT 1 FROM batches b WHERE ` + openBatchOf + `)`
+	sealQuery = `UPDATE batches b SET sealed = true WHERE ` + openBatchOf
+)
+
+// openBatchPlan plans a statement using openBatchOf for the lists it is
+// given, each time: a plan prepared once for any lists cannot hash them,
+// and tested each open batch against every pair in turn (11 s for the
+// same probe).
+const openBatchPlan = pgx.QueryExecModeDescribeExec
+
+// openBatchArgs are the recipients of joins, and each join's recipient
+// and key as one string, the recipient's length in bytes first so that
+// no two pairs read alike.
+func openBatchArgs(joins []BatchJoin) (rids, pairs []string) {
+	rids, pairs = make([]string, len(joins)), make([]string, len(joins))
+	for i, j := range joins {
+		rids[i], pairs[i] = j.RecipientID, strconv.Itoa(len(j.RecipientID))+":"+j.RecipientID+j.BatchKey
+	}
+	return rids, pairs
 }
 
 // SetClosesAt moves batches' close times, in one statement.

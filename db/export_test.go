@@ -1,0 +1,9 @@
+package db
+
+// What the tests of the open-batch probes check the plans of.
+var (
+	MarkFreshQuery = markFreshQuery
+	SealQuery      = sealQuery
+	OpenBatchPlan  = openBatchPlan
+	OpenBatchArgs  = openBatchArgs
+)

@@ -1,0 +1,164 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// A fan-out has just opened thousands of batches and autovacuum has not
+// counted them yet, so PostgreSQL takes the open batches for next to
+// none. The probes for open batches (MarkFresh, and sealing the batches
+// a join found full) must then still find the right rows, and be planned
+// for the lists they are given, never looping over one side for each row
+// of the other: joined to the list, such a probe took 65 s for 10,000
+// recipients each holding an open batch under another key.
+func TestOpenBatchProbesStayLinearWithStaleStatistics(t *testing.T) {
+	t.Parallel()
+	d := freshDB(t)
+	ctx := context.Background()
+	const n = 3000
+	for _, sql := range []string{
+		`ALTER TABLE batches SET (autovacuum_enabled = false)`,
+		`ANALYZE batches`,
+		`INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		 SELECT 'p' || i, 'task', 'task', 'cooldown', now(), now(), now() + interval '1 hour', 3600000, 1 FROM generate_series(0, $1 - 1) AS i`,
+	} {
+		var args []any
+		if strings.Contains(sql, "$1") {
+			args = append(args, n)
+		}
+		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joins := make([]db.BatchJoin, n)
+	for i := range joins {
+		joins[i] = db.BatchJoin{RecipientID: fmt.Sprint("p", i), BatchKey: "digest:daily", Mode: "daily", ClosesAt: freshNow}
+	}
+	if fresh, err := db.MarkFresh(ctx, d.Pool, joins); err != nil || !fresh || joins[n-1].Reserved == 0 {
+		t.Fatalf("fresh %v (%v), last id %d; want every daily digest new, each with an id", fresh, err, joins[n-1].Reserved)
+	}
+	// One recipient's digest is open after all: the probe sees it.
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO batches (recipient_id, batch_key, mode, opened_at, last_event_at, closes_at, item_count)
+		VALUES ('p1234', 'digest:daily', 'daily', now(), now(), now() + interval '1 day', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	again := unmarked(joins)
+	if fresh, err := db.MarkFresh(ctx, d.Pool, again); err != nil || fresh || again[0].Reserved != 0 {
+		t.Fatalf("fresh %v (%v) with p1234's digest open; want it seen, and no ids taken", fresh, err)
+	}
+
+	rids, pairs := db.OpenBatchArgs(joins)
+	// Neither probe is kept as a prepared statement, which PostgreSQL
+	// would come to plan once for any lists.
+	c, err := d.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	for range 7 {
+		if _, err := db.MarkFresh(ctx, c, unmarked(joins)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, db.SealQuery, db.OpenBatchPlan, []string{"nobody"}, []string{"6:nobodytask"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%' || 'b.sealed' || '%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&kept); err != nil || kept != 0 {
+		t.Fatalf("%d probes kept as prepared statements (%v), want none", kept, err)
+	}
+	// Planned for the lists given, no plan loops.
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"MarkFresh": {db.MarkFreshQuery, []any{rids, pairs, n}},
+		"sealing":   {db.SealQuery, []any{rids, pairs}},
+	} {
+		// More runs than PostgreSQL plans a prepared statement for its
+		// arguments before it may settle on one plan for any.
+		for run := range 7 {
+			plan := explainAnalyze(t, d, q.sql, q.args)
+			if strings.Contains(plan, "$1") || strings.Contains(plan, "$2") {
+				t.Fatalf("%s, run %d: planned for any lists, not those given:\n%s", name, run, plan)
+			}
+			if bad := loopedNodes(t, plan); len(bad) > 0 {
+				t.Fatalf("%s, run %d: %s\n%s", name, run, strings.Join(bad, "; "), plan)
+			}
+		}
+	}
+	// Sealing sealed p1234's digest only, the one open batch the pairs name.
+	var sealed int
+	if _, err := d.Pool.Exec(ctx, db.SealQuery, db.OpenBatchPlan, rids, pairs); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM batches WHERE sealed AND recipient_id = 'p1234' AND batch_key = 'digest:daily'`).Scan(&sealed); err != nil || sealed != 1 {
+		t.Errorf("%d of p1234's digests sealed (%v), want 1", sealed, err)
+	}
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM batches WHERE sealed`).Scan(&sealed); err != nil || sealed != 1 {
+		t.Errorf("%d batches sealed (%v), want only p1234's digest", sealed, err)
+	}
+}
+
+// unmarked is joins as the probe first sees them: neither Fresh nor with ids.
+func unmarked(joins []db.BatchJoin) []db.BatchJoin {
+	out := make([]db.BatchJoin, len(joins))
+	for i, j := range joins {
+		j.Fresh, j.Reserved = false, 0
+		out[i] = j
+	}
+	return out
+}
+
+// explainAnalyze runs sql as the probes run it, inside a transaction
+// rolled back, and returns its plan as JSON.
+func explainAnalyze(t *testing.T, d *db.DB, sql string, args []any) string {
+	t.Helper()
+	ctx := context.Background()
+	var plan string
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) "+sql, append([]any{db.OpenBatchPlan}, args...)...).Scan(&plan); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if err != errRollback {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+var errRollback = fmt.Errorf("rolled back on purpose")
+
+// loopedNodes names the nodes of a JSON plan that ran more than once or
+// that join by looping.
+func loopedNodes(t *testing.T, plan string) []string {
+	t.Helper()
+	var root []struct{ Plan map[string]any }
+	if err := json.Unmarshal([]byte(plan), &root); err != nil || len(root) != 1 {
+		t.Fatalf("plan: %v", err)
+	}
+	var bad []string
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if loops, _ := n["Actual Loops"].(float64); loops > 1 || n["Node Type"] == "Nested Loop" {
+			bad = append(bad, fmt.Sprintf("%v ran %v times", n["Node Type"], n["Actual Loops"]))
+		}
+		children, _ := n["Plans"].([]any)
+		for _, c := range children {
+			if m, ok := c.(map[string]any); ok {
+				walk(m)
+			}
+		}
+	}
+	walk(root[0].Plan)
+	return bad
+}
