@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -397,6 +397,9 @@ type Activity struct {
 // guard, which every immediate fan-out applies, costs the same however
 // long their histories are; asking every recipient for the last
 // notification made it read every batch they ever had, or the whole table.
+// It is planned for the list it is given (ListPlan): planned once for any
+// list while autovacuum had not yet counted a fan-out's open batches, it
+// read them all and tested each against the whole list (10 s a chunk).
 func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey string, now time.Time) (map[string]Activity, error) {
 	rows, err := q.Query(ctx, `
 		SELECT recipient_id, true, NULL::timestamptz FROM batches
@@ -405,7 +408,7 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 		UNION ALL
 		SELECT recipient_id, false, max(last_event_at) FROM batches
 		WHERE recipient_id = ANY($2) AND batch_key = $3
-		GROUP BY recipient_id`, ids, lead, batchKey, now)
+		GROUP BY recipient_id`, ListPlan, ids, lead, batchKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("last activity: %w", err)
 	}
@@ -445,10 +448,10 @@ func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) 
 			open = append(open, j)
 		}
 	}
-	rids, pairs := openBatchArgs(open)
+	rids, pairs, keys := openBatchArgs(open)
 	// The EXISTS names no outer column: it runs once, and nextval runs
 	// only when it finds nothing.
-	rows, err := q.Query(ctx, markFreshQuery, openBatchPlan, rids, pairs, len(joins))
+	rows, err := q.Query(ctx, markFreshQuery, ListPlan, rids, pairs, keys, len(joins))
 	if err != nil {
 		return false, fmt.Errorf("look for open batches: %w", err)
 	}
@@ -949,8 +952,8 @@ func (j BatchJoin) openedAs(items int, now time.Time) JoinedBatch {
 // sealBatches seals the open batches the joins found due or full, which
 // the caller's upsert has locked.
 func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
-	rids, pairs := openBatchArgs(joins)
-	_, err := q.Exec(ctx, sealQuery, openBatchPlan, rids, pairs)
+	rids, pairs, keys := openBatchArgs(joins)
+	_, err := q.Exec(ctx, sealQuery, ListPlan, rids, pairs, keys)
 	if err != nil {
 		return fmt.Errorf("seal batches: %w", err)
 	}
@@ -959,40 +962,49 @@ func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
 
 // openBatchOf matches b, an open batch that joins can join (the rows of
 // batches_one_open), whose recipient and key are one of the pairs that
-// openBatchArgs gives as $1 and $2. Open batches are what a fan-out has
-// just written by the hundred thousand, before autovacuum counts them,
-// so PostgreSQL may take them for one row. Joined to the list, they were
-// then the outer side of a nested loop that read the whole list for
+// openBatchArgs gives as $1, $2 and $3. Open batches are what a fan-out
+// has just written by the hundred thousand, before autovacuum counts
+// them, so PostgreSQL may take them for one row. Joined to the list, they
+// were then the outer side of a nested loop that read the whole list for
 // each: 65 s to probe 10,000 recipients who each held an open batch
 // under another key. Without a join, and planned for the lists given
-// (openBatchPlan), every plan is linear: the index looks up each
-// recipient, or one pass over the open batches tests each against the
+// (ListPlan), every plan is linear: the index looks up each recipient
+// and key, or one pass over the open batches tests each against the
 // lists, which PostgreSQL hashes.
-const openBatchOf = `b.recipient_id = ANY($1::text[])
-		  AND octet_length(b.recipient_id) || ':' || b.recipient_id || b.batch_key = ANY($2::text[])
+const openBatchOf = `b.recipient_id = ANY($1::text[]) AND b.batch_key = ANY($3::text[])
+		  AND replace(replace(b.recipient_id, '\', '\\'), ':', '\:') || ':' || b.batch_key = ANY($2::text[])
 		  AND b.state = 'open' AND b.mode <> 'immediate' AND NOT b.sealed`
 
 const (
-	markFreshQuery = `SELECT nextval('batches_id_seq') FROM generate_series(1, $3)
+	markFreshQuery = `SELECT nextval('batches_id_seq') FROM generate_series(1, $4)
 		WHERE NOT EXISTS (SELECT 1 FROM batches b WHERE ` + openBatchOf + `)`
 	sealQuery = `UPDATE batches b SET sealed = true WHERE ` + openBatchOf
 )
 
-// openBatchPlan plans a statement using openBatchOf for the lists it is
-// given, each time: a plan prepared once for any lists cannot hash them,
-// and tested each open batch against every pair in turn (11 s for the
-// same probe).
-const openBatchPlan = pgx.QueryExecModeDescribeExec
+// ListPlan runs a statement that tests many rows against a long list
+// planned for the list it is given, each time (an unnamed statement): a
+// plan that pgx's statement cache lets PostgreSQL make once for any list
+// cannot hash it, and tested each row against every entry in turn (11 s
+// for the probe above, 10 s for LastActivity, once statistics lagged).
+// It only works on a connection or transaction: a pipeline (PipelineTx)
+// would take it for an argument. A server set to plan_cache_mode =
+// force_generic_plan defeats it.
+const ListPlan = pgx.QueryExecModeDescribeExec
 
-// openBatchArgs are the recipients of joins, and each join's recipient
-// and key as one string, the recipient's length in bytes first so that
-// no two pairs read alike.
-func openBatchArgs(joins []BatchJoin) (rids, pairs []string) {
+// openBatchArgs are the recipients of joins, each join's recipient and
+// key as one string (the recipient with its ':' and '\' escaped, ':',
+// the key: no two pairs read alike, in any encoding), and the keys once
+// each.
+func openBatchArgs(joins []BatchJoin) (rids, pairs, keys []string) {
 	rids, pairs = make([]string, len(joins)), make([]string, len(joins))
+	escape := strings.NewReplacer(`\`, `\\`, `:`, `\:`)
 	for i, j := range joins {
-		rids[i], pairs[i] = j.RecipientID, strconv.Itoa(len(j.RecipientID))+":"+j.RecipientID+j.BatchKey
+		rids[i], pairs[i] = j.RecipientID, escape.Replace(j.RecipientID)+":"+j.BatchKey
+		if !slices.Contains(keys, j.BatchKey) {
+			keys = append(keys, j.BatchKey)
+		}
 	}
-	return rids, pairs
+	return rids, pairs, keys
 }
 
 // SetClosesAt moves batches' close times, in one statement.

@@ -4,6 +4,5 @@ package db
 var (
 	MarkFreshQuery = markFreshQuery
 	SealQuery      = sealQuery
-	OpenBatchPlan  = openBatchPlan
 	OpenBatchArgs  = openBatchArgs
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
 )
 
 // A fan-out has just opened thousands of batches and autovacuum has not
@@ -55,9 +56,10 @@ func TestOpenBatchProbesStayLinearWithStaleStatistics(t *testing.T) {
 		t.Fatalf("fresh %v (%v) with p1234's digest open; want it seen, and no ids taken", fresh, err)
 	}
 
-	rids, pairs := db.OpenBatchArgs(joins)
-	// Neither probe is kept as a prepared statement, which PostgreSQL
-	// would come to plan once for any lists.
+	rids, pairs, keys := db.OpenBatchArgs(joins)
+	// Neither probe, nor the history read of the leading item, is kept as
+	// a prepared statement, which PostgreSQL would come to plan once for
+	// any lists.
 	c, err := d.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -67,12 +69,16 @@ func TestOpenBatchProbesStayLinearWithStaleStatistics(t *testing.T) {
 		if _, err := db.MarkFresh(ctx, c, unmarked(joins)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Exec(ctx, db.SealQuery, db.OpenBatchPlan, []string{"nobody"}, []string{"6:nobodytask"}); err != nil {
+		if _, err := c.Exec(ctx, db.SealQuery, db.ListPlan, []string{"nobody"}, []string{"nobody:task"}, []string{"task"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.LastActivity(ctx, c, rids, rids[:10], "task", freshNow); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var kept int
-	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%' || 'b.sealed' || '%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&kept); err != nil || kept != 0 {
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE (statement LIKE '%' || 'b.sealed' || '%' OR statement LIKE '%' || 'max(last_event_at)' || '%')
+		AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&kept); err != nil || kept != 0 {
 		t.Fatalf("%d probes kept as prepared statements (%v), want none", kept, err)
 	}
 	// Planned for the lists given, no plan loops.
@@ -80,8 +86,8 @@ func TestOpenBatchProbesStayLinearWithStaleStatistics(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		"MarkFresh": {db.MarkFreshQuery, []any{rids, pairs, n}},
-		"sealing":   {db.SealQuery, []any{rids, pairs}},
+		"MarkFresh": {db.MarkFreshQuery, []any{rids, pairs, keys, n}},
+		"sealing":   {db.SealQuery, []any{rids, pairs, keys}},
 	} {
 		// More runs than PostgreSQL plans a prepared statement for its
 		// arguments before it may settle on one plan for any.
@@ -97,7 +103,7 @@ func TestOpenBatchProbesStayLinearWithStaleStatistics(t *testing.T) {
 	}
 	// Sealing sealed p1234's digest only, the one open batch the pairs name.
 	var sealed int
-	if _, err := d.Pool.Exec(ctx, db.SealQuery, db.OpenBatchPlan, rids, pairs); err != nil {
+	if _, err := d.Pool.Exec(ctx, db.SealQuery, db.ListPlan, rids, pairs, keys); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM batches WHERE sealed AND recipient_id = 'p1234' AND batch_key = 'digest:daily'`).Scan(&sealed); err != nil || sealed != 1 {
@@ -125,7 +131,7 @@ func explainAnalyze(t *testing.T, d *db.DB, sql string, args []any) string {
 	ctx := context.Background()
 	var plan string
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) "+sql, append([]any{db.OpenBatchPlan}, args...)...).Scan(&plan); err != nil {
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) "+sql, append([]any{db.ListPlan}, args...)...).Scan(&plan); err != nil {
 			return err
 		}
 		return errRollback
@@ -161,4 +167,59 @@ func loopedNodes(t *testing.T, plan string) []string {
 	}
 	walk(root[0].Plan)
 	return bad
+}
+
+// The probes find a recipient's open batch whatever the connection's
+// client encoding (text is converted between it and the database's, so
+// a length counted in Go's bytes could differ from the server's), and
+// whatever ':' or '\' the recipient's id and the key hold.
+func TestOpenBatchProbesMatchPairsExactly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := dbtest.NewURL(t)
+	for _, encoding := range []string{"UTF8", "LATIN1"} {
+		t.Run(encoding, func(t *testing.T) {
+			cfg, err := pgx.ParseConfig(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RuntimeParams["client_encoding"] = encoding
+			conn, err := pgx.ConnectConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			open := [][2]string{{"josé" + encoding, "task"}, {`a:b` + encoding, "c"}, {`a\` + encoding, `:x`}}
+			for _, p := range open {
+				if _, err := conn.Exec(ctx, `INSERT INTO batches (recipient_id, batch_key, mode, opened_at, last_event_at, closes_at, item_count)
+					VALUES ($1, $2, 'cooldown', now(), now(), now() + interval '1 hour', 1)`, p[0], p[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			probe := func(pairs ...string) bool {
+				var joins []db.BatchJoin
+				for i := 0; i < len(pairs); i += 2 {
+					joins = append(joins, db.BatchJoin{RecipientID: pairs[i], BatchKey: pairs[i+1], Mode: "cooldown"})
+				}
+				fresh, err := db.MarkFresh(ctx, conn, joins)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return !fresh
+			}
+			for _, p := range open {
+				if !probe(p[0], p[1]) {
+					t.Errorf("%q's batch under %q not found", p[0], p[1])
+				}
+			}
+			// A probe whose lists name the open batch's recipient and key,
+			// and a pair that would read like it joined without escaping.
+			if probe("a", "b"+encoding+":c", "a:b"+encoding, "other", "z", "c") {
+				t.Error(`"a" under "b:c" found, though only "a:b" under "c" is open`)
+			}
+			if probe("josé", encoding+"task", "josé"+encoding, "other", "z", "task") {
+				t.Error(`"josé" found, though only "josé…" is open`)
+			}
+		})
+	}
 }
