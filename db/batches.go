@@ -998,9 +998,11 @@ const ListPlan = pgx.QueryExecModeDescribeExec
 func openBatchArgs(joins []BatchJoin) (rids, pairs, keys []string) {
 	rids, pairs = make([]string, len(joins)), make([]string, len(joins))
 	escape := strings.NewReplacer(`\`, `\\`, `:`, `\:`)
+	keys, seen := []string{}, map[string]bool{}
 	for i, j := range joins {
 		rids[i], pairs[i] = j.RecipientID, escape.Replace(j.RecipientID)+":"+j.BatchKey
-		if !slices.Contains(keys, j.BatchKey) {
+		if !seen[j.BatchKey] {
+			seen[j.BatchKey] = true
 			keys = append(keys, j.BatchKey)
 		}
 	}
