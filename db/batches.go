@@ -397,7 +397,7 @@ type Activity struct {
 // guard, which every immediate fan-out applies, costs the same however
 // long their histories are; asking every recipient for the last
 // notification made it read every batch they ever had, or the whole table.
-// It is planned for the list it is given (ListPlan): planned once for any
+// It is planned for the list it is given (listPlan): planned once for any
 // list while autovacuum had not yet counted a fan-out's open batches, it
 // read them all and tested each against the whole list (10 s a chunk).
 func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey string, now time.Time) (map[string]Activity, error) {
@@ -408,7 +408,7 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 		UNION ALL
 		SELECT recipient_id, false, max(last_event_at) FROM batches
 		WHERE recipient_id = ANY($2) AND batch_key = $3
-		GROUP BY recipient_id`, ListPlan, ids, lead, batchKey, now)
+		GROUP BY recipient_id`, listPlan, ids, lead, batchKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("last activity: %w", err)
 	}
@@ -451,7 +451,7 @@ func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) 
 	rids, pairs, keys := openBatchArgs(open)
 	// The EXISTS names no outer column: it runs once, and nextval runs
 	// only when it finds nothing.
-	rows, err := q.Query(ctx, markFreshQuery, ListPlan, rids, pairs, keys, len(joins))
+	rows, err := q.Query(ctx, markFreshQuery, listPlan, rids, pairs, keys, len(joins))
 	if err != nil {
 		return false, fmt.Errorf("look for open batches: %w", err)
 	}
@@ -953,7 +953,7 @@ func (j BatchJoin) openedAs(items int, now time.Time) JoinedBatch {
 // the caller's upsert has locked.
 func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
 	rids, pairs, keys := openBatchArgs(joins)
-	_, err := q.Exec(ctx, sealQuery, ListPlan, rids, pairs, keys)
+	_, err := q.Exec(ctx, sealQuery, listPlan, rids, pairs, keys)
 	if err != nil {
 		return fmt.Errorf("seal batches: %w", err)
 	}
@@ -968,7 +968,7 @@ func sealBatches(ctx context.Context, q Querier, joins []BatchJoin) error {
 // were then the outer side of a nested loop that read the whole list for
 // each: 65 s to probe 10,000 recipients who each held an open batch
 // under another key. Without a join, and planned for the lists given
-// (ListPlan), every plan is linear: the index looks up each recipient
+// (listPlan), every plan is linear: the index looks up each recipient
 // and key, or one pass over the open batches tests each against the
 // lists, which PostgreSQL hashes.
 const openBatchOf = `b.recipient_id = ANY($1::text[]) AND b.batch_key = ANY($3::text[])
@@ -981,7 +981,7 @@ const (
 	sealQuery = `UPDATE batches b SET sealed = true WHERE ` + openBatchOf
 )
 
-// ListPlan runs a statement that tests many rows against a long list
+// listPlan runs a statement that tests many rows against a long list
 // planned for the list it is given, each time (an unnamed statement): a
 // plan that pgx's statement cache lets PostgreSQL make once for any list
 // cannot hash it, and tested each row against every entry in turn (11 s
@@ -989,7 +989,7 @@ const (
 // It only works on a connection or transaction: a pipeline (PipelineTx)
 // would take it for an argument. A server set to plan_cache_mode =
 // force_generic_plan defeats it.
-const ListPlan = pgx.QueryExecModeDescribeExec
+const listPlan = pgx.QueryExecModeDescribeExec
 
 // openBatchArgs are the recipients of joins, each join's recipient and
 // key as one string (the recipient with its ':' and '\' escaped, ':',

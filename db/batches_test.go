@@ -216,10 +216,8 @@ func TestFreshJoinsRacingUpserts(t *testing.T) {
 				// Half the hinted rounds come with ids reserved, as a
 				// fan-out's read-ahead gives them.
 				if (w+r)%4 == 0 {
-					for i := range joins {
-						if err := d.Pool.QueryRow(ctx, `SELECT nextval('batches_id_seq')`).Scan(&joins[i].Reserved); err != nil {
-							errs <- err
-						}
+					if err := reserveIDs(d, joins); err != nil {
+						errs <- err
 					}
 				}
 				if _, err := joinInTx(ctx, d, joins, now); err != nil {

@@ -1,8 +1,9 @@
 package db
 
-// What the tests of the open-batch probes check the plans of.
+// What the tests of the open-batch probes run and check the plans of.
 var (
 	MarkFreshQuery = markFreshQuery
 	SealQuery      = sealQuery
 	OpenBatchArgs  = openBatchArgs
+	ListPlan       = listPlan
 )

@@ -184,13 +184,24 @@ func hintAs(t *testing.T, d *db.DB, hint int, joins []db.BatchJoin) []db.BatchJo
 	t.Helper()
 	for i := range joins {
 		joins[i].Fresh = hint != unhinted
-		if hint == reserved {
-			if err := d.Pool.QueryRow(context.Background(), `SELECT nextval('batches_id_seq')`).Scan(&joins[i].Reserved); err != nil {
-				t.Fatal(err)
-			}
+	}
+	if hint == reserved {
+		if err := reserveIDs(d, joins); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return joins
+}
+
+// reserveIDs gives each join an id from the batches' sequence, ascending,
+// as MarkFresh does, but whatever batches are open.
+func reserveIDs(d *db.DB, joins []db.BatchJoin) error {
+	for i := range joins {
+		if err := d.Pool.QueryRow(context.Background(), `SELECT nextval('batches_id_seq')`).Scan(&joins[i].Reserved); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runHinted seeds a database, joins in one transaction (first "twice"
