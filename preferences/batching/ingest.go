@@ -757,16 +757,25 @@ func (in *ingestion) part(ctx context.Context, shares []share, pre *loaded) erro
 	}
 	ns := in.notifications(joined, owners)
 	skips = append(skips, slowedInto(slowed, joined, owners)...)
-	// The writes that follow need no answer from each other: they go to
-	// the server together, one round trip instead of up to three.
+	// Many notifications are copied in on their own; the writes that
+	// follow need no answer from each other: they go to the server
+	// together, one round trip instead of up to three.
+	copied := len(ns.Recipients) >= db.CopyRows
+	if copied {
+		if err := db.InsertNotifications(ctx, in.tx, ns); err != nil {
+			return err
+		}
+	}
 	var flushes []Flush
 	err = db.PipelineTx(ctx, in.tx, func(q db.Querier) error {
 		maxItems := func(i int) int { return owners[i].typ.MaxItems }
 		if flushes, err = settleCloseTimes(ctx, q, joined, maxItems, settings, in.now, in.wake); err != nil {
 			return err
 		}
-		if err := db.InsertNotifications(ctx, q, ns); err != nil {
-			return err
+		if !copied {
+			if err := db.InsertNotifications(ctx, q, ns); err != nil {
+				return err
+			}
 		}
 		return db.InsertSkips(ctx, q, skips)
 	})
