@@ -233,20 +233,26 @@ func scanSettings(rows pgx.Rows, err error, fn func(RecipientSettings)) error {
 		return err
 	}
 	defer rows.Close()
+	// One set of targets for every row: fn gets a copy of each. Declared
+	// in the loop, they were allocated anew for each of a fan-out's
+	// 100,000 rows.
+	var s RecipientSettings
+	var key, mode *string
+	var p TypePreference
+	r := &s.Recipient
+	targets := []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
+		&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &r.DailyBudget, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead}
 	for rows.Next() {
-		var s RecipientSettings
-		var key, mode *string
-		var p TypePreference
-		r := &s.Recipient
-		if err := rows.Scan(&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale, &r.Active, &r.DailyAt, &r.WeeklyOn, &r.WeeklyAt,
-			&r.WeeklyDays, &r.EveryHours, &r.MonthlyDay, &r.MonthlyAt, &r.QuietStart, &r.QuietEnd, &r.Unsubscribed, &r.DailyBudget, &key, &mode, &p.WindowMS, &p.MaxWaitMS, &p.Lead); err != nil {
+		if err := rows.Scan(targets...); err != nil {
 			return err
 		}
+		row := s
 		if mode != nil {
-			p.Mode, p.RecipientID, p.TypeKey = *mode, r.ID, *key
-			s.Pref = &p
+			pref := p
+			pref.Mode, pref.RecipientID, pref.TypeKey = *mode, r.ID, *key
+			row.Pref = &pref
 		}
-		fn(s)
+		fn(row)
 	}
 	return rows.Err()
 }

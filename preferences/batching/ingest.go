@@ -485,7 +485,7 @@ func (e *Engine) spare(ctx context.Context, n int) []*pgxpool.Conn {
 
 // inlineOf is the recipients of rs given inline, as saved.
 func inlineOf(rs []RecipientRef) []db.InlineRecipient {
-	var out []db.InlineRecipient
+	out := make([]db.InlineRecipient, 0, len(rs))
 	for _, r := range rs {
 		if r.Inline {
 			out = append(out, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
