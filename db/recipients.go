@@ -295,25 +295,61 @@ type InlineRecipient struct{ ID, Email, Name, Timezone, Locale string }
 // missing from it, and the event is refused as naming an unknown
 // recipient, which the upsert's lock would have made the delete wait for.
 func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error {
+	_, err := SaveRecipientsFor(ctx, tx, rs, "")
+	return err
+}
+
+// SaveRecipientsFor is SaveRecipients that also answers, when every
+// recipient of rs was new and copied in by it, what LoadRecipientSettings
+// reads of one of them for typeKey afterwards: like. Every other
+// recipient of rs then reads the same but for its own given fields
+// (like.Of), since the columns rs does not give come from the table's
+// defaults and no other request can change the rows before tx commits.
+// A fan-out given 100,000 new recipients inline then need not read them
+// back chunk by chunk (a sixth of its time). like is nil otherwise: a
+// list of fewer than readRecipientsFrom, a recipient stored already, or
+// one created by another request since the read.
+func SaveRecipientsFor(ctx context.Context, tx pgx.Tx, rs []InlineRecipient, typeKey string) (like *RecipientSettings, err error) {
 	if len(rs) < readRecipientsFrom {
-		return UpsertRecipients(ctx, tx, rs)
+		return nil, UpsertRecipients(ctx, tx, rs)
 	}
 	writes, changes, err := recipientWrites(ctx, tx, rs)
 	if err != nil || len(writes) == 0 {
-		return err
+		return nil, err
 	}
 	if changes {
-		return UpsertRecipients(ctx, tx, writes)
+		return nil, UpsertRecipients(ctx, tx, writes)
 	}
+	copied := false
 	_, err = insertElse(ctx, tx, "recipients_pkey", func() (struct{}, error) {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"recipients"}, []string{"id", "email", "name", "timezone", "locale"}, newRecipientRows(writes))
 		if err != nil {
-			err = fmt.Errorf("save recipients: %w", err)
+			return struct{}{}, fmt.Errorf("save recipients: %w", err)
 		}
-		return struct{}{}, err
+		copied = true
+		return struct{}{}, nil
 	}, func() (struct{}, error) { return struct{}{}, UpsertRecipients(ctx, tx, writes) })
-	return err
+	if err != nil || !copied || len(writes) < len(rs) {
+		return nil, err
+	}
+	first, err := LoadRecipientSettings(ctx, tx, []string{rs[0].ID}, typeKey)
+	if s, ok := first[rs[0].ID]; ok && err == nil {
+		return &s, nil
+	}
+	return nil, err
 }
+
+// Of is the settings of new recipient r, saved with the one like was read
+// of: like but for r's own fields.
+func (like RecipientSettings) Of(r InlineRecipient) RecipientSettings {
+	s := like
+	s.ID, s.Email, s.Name, s.Timezone, s.Locale = r.ID, r.Email, r.Name, r.zone(), r.Locale
+	return s
+}
+
+// zone is the time zone a new recipient r is saved with: UTC when r gives
+// none.
+func (r InlineRecipient) zone() string { return cmp.Or(r.Timezone, "UTC") }
 
 // newRecipientRows are new recipients as COPY writes them, in byte order
 // of their ids (the order every writer of recipients locks them in) and
@@ -323,7 +359,7 @@ func newRecipientRows(rs []InlineRecipient) pgx.CopyFromSource {
 	sorted := slices.SortedFunc(slices.Values(rs), func(a, b InlineRecipient) int { return strings.Compare(a.ID, b.ID) })
 	return pgx.CopyFromSlice(len(sorted), func(i int) ([]any, error) {
 		r := sorted[i]
-		return []any{r.ID, r.Email, r.Name, cmp.Or(r.Timezone, "UTC"), r.Locale}, nil
+		return []any{r.ID, r.Email, r.Name, r.zone(), r.Locale}, nil
 	})
 }
 

@@ -235,3 +235,52 @@ func TestSaveRecipientsReleasesItsSavepoint(t *testing.T) {
 		})
 	}
 }
+
+// SaveRecipientsFor knows the settings of a list it copied in whole as new
+// (like.Of of each reads as LoadRecipientSettings reads it back, a
+// recipient without a zone in UTC), and answers nil for a list it did not
+// (one recipient stored already, or too short a list to read first).
+func TestSaveRecipientsForKnowsNewRecipients(t *testing.T) {
+	d := dbtest.New(t)
+	ctx := context.Background()
+	list := audience("n", 1200)
+	list[3].Timezone, list[4].Locale, list[5].Name, list[6].Timezone = "", "", "", "Asia/Kolkata"
+	saveFor := func(rs []db.InlineRecipient) (like *db.RecipientSettings) {
+		t.Helper()
+		err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
+			like, err = db.SaveRecipientsFor(ctx, tx, rs, "task")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return like
+	}
+	like := saveFor(list)
+	if like == nil {
+		t.Fatal("a list copied in whole as new: no settings known")
+	}
+	read, err := db.LoadRecipientSettings(ctx, d.Pool, inlineIDs(list), "task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list {
+		if got := like.Of(r); got.Recipient != read[r.ID].Recipient || got.Pref != nil {
+			t.Fatalf("%s: known as %+v, read back as %+v", r.ID, got, read[r.ID])
+		}
+	}
+	if like := saveFor(append(audience("m", 1200), list[0])); like != nil {
+		t.Error("a list with a stored recipient: settings known")
+	}
+	if like := saveFor(audience("s", 999)); like != nil {
+		t.Error("a list too short to read first: settings known")
+	}
+}
+
+func inlineIDs(rs []db.InlineRecipient) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
+}

@@ -490,3 +490,53 @@ func TestInlineFanOutWithTwoConnectionsLeft(t *testing.T) {
 		t.Fatalf("got %+v, %v; want 10001 notifications", res, err)
 	}
 }
+
+// A fan-out to new recipients given inline, whose settings are known from
+// their save instead of read back, routes each as a fan-out to the same
+// recipients stored beforehand does: the same batch key and close time
+// (a daily digest, at 08:00 in each one's zone, UTC when none is given).
+func TestNewInlineAudienceRoutesAsStored(t *testing.T) {
+	t.Parallel()
+	const n = 20_001
+	zones := []string{"", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Pacific/Auckland"}
+	ev := func() *batching.Event {
+		e := &batching.Event{Type: "digest", Actor: batching.Actor{ID: "alice", Name: "Alice"}}
+		for i := range n {
+			id := "n" + itoa(int64(i))
+			e.Recipients = append(e.Recipients, batching.RecipientRef{ID: id, Email: id + "@example.com", Timezone: zones[i%len(zones)], Inline: true})
+		}
+		return e
+	}
+	closes := func(stored bool) map[string]string {
+		b := setup(t)
+		b.saveType(t, db.Type{Key: "digest", DefaultMode: "daily"})
+		e := ev()
+		if stored {
+			var rs []db.InlineRecipient
+			for _, r := range e.Recipients {
+				rs = append(rs, db.InlineRecipient{ID: r.ID, Email: r.Email, Timezone: r.Timezone})
+			}
+			if err := pgx.BeginFunc(context.Background(), b.db.Pool, func(tx pgx.Tx) error { return db.UpsertRecipients(context.Background(), tx, rs) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := b.engine.Ingest(context.Background(), 1, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, ref := range res.Batches {
+			out[ref.Recipient] = ref.BatchKey + " " + ref.ClosesAt.UTC().Format(time.RFC3339)
+		}
+		return out
+	}
+	inline, stored := closes(false), closes(true)
+	if len(inline) != n || len(stored) != n {
+		t.Fatalf("%d and %d batches, want %d", len(inline), len(stored), n)
+	}
+	for id, want := range stored {
+		if inline[id] != want {
+			t.Fatalf("%s: %s given new inline, %s stored first", id, inline[id], want)
+		}
+	}
+}

@@ -453,16 +453,69 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	inline := inlineOf(rs)
 	halves := [][]db.InlineRecipient{inline[:len(inline)/2], inline[len(inline)/2:]}
 	errs := make([]error, len(halves))
+	likes := make([]*db.RecipientSettings, len(halves))
 	var wg sync.WaitGroup
 	for i, half := range halves {
 		wg.Go(func() {
-			errs[i] = pgx.BeginTxFunc(ctx, conns[i], pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) error { return db.SaveRecipients(ctx, tx, half) })
+			errs[i] = pgx.BeginTxFunc(ctx, conns[i], pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) (err error) {
+				likes[i], err = db.SaveRecipientsFor(ctx, tx, half, call.typ.Key)
+				return err
+			})
 		})
+	}
+	// Meanwhile, lull waiting for the database: the order in which the
+	// chunks will take the recipients, should they all be new.
+	var order []int32
+	if len(inline) == len(rs) {
+		order = byID(rs)
 	}
 	wg.Wait()
 	err = errors.Join(errs...)
 	call.saved = err == nil
+	if call.saved && order != nil && likes[0] != nil && likes[1] != nil {
+		call.fresh = &newAudience{like: *likes[0], refs: rs, order: order}
+	}
 	return err
+}
+
+// newAudience is a fan-out's recipients, all given inline and all new, as
+// saveAhead copied them in: their settings are known without reading
+// them back (db.SaveRecipientsFor). They are what a read right after the
+// save would give; a change made by another request since (a recipient
+// who unsubscribes, say) is the same as one made after a read ahead,
+// which the flush sees when it reads the recipient again.
+type newAudience struct {
+	like  db.RecipientSettings
+	refs  []RecipientRef
+	order []int32 // refs by id in byte order, the order chunks take them in
+}
+
+// byID is the places of rs in byte order of their ids.
+func byID(rs []RecipientRef) []int32 {
+	order := make([]int32, len(rs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(rs[a].ID, rs[b].ID) })
+	return order
+}
+
+// settings are those of the recipients of chunk k, ids, or false when the
+// audience does not hold them in that order.
+func (a *newAudience) settings(k int, ids []string) (map[string]db.RecipientSettings, bool) {
+	from := k * fanOutChunk
+	if a == nil || from+len(ids) > len(a.order) {
+		return nil, false
+	}
+	out := make(map[string]db.RecipientSettings, len(ids))
+	for j, id := range ids {
+		r := a.refs[a.order[from+j]]
+		if r.ID != id {
+			return nil, false
+		}
+		out[id] = a.like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+	}
+	return out, true
 }
 
 // spare acquires n connections, waiting at most prefetchWait, or none.
@@ -519,7 +572,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
 	var ahead *readAhead
 	if len(chunks) > 1 && (call.saved || !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline })) {
-		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now})
+		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now}, call.fresh)
 	}
 	if ahead != nil {
 		defer ahead.stop()

@@ -106,6 +106,9 @@ type ingestCall struct {
 	// saved says its inline recipients were saved before its
 	// transaction (saveAhead).
 	saved bool
+	// fresh is its audience when saveAhead copied every recipient in as
+	// new, or nil.
+	fresh *newAudience
 }
 
 // ingestOut is a set's answer for one event: its result or error, or

@@ -61,9 +61,10 @@ type readAhead struct {
 
 // prefetch starts reading chunks, in order, with a copy of r each. It
 // reads the first at once and each later one once joined says the chunk
-// before joined its batches. It returns nil when no connection is free.
-// The caller calls stop when done.
-func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *readAhead {
+// before joined its batches. The settings of recipients saveAhead copied
+// in as new (audience, when not nil) are not read back. It returns nil when
+// no connection is free. The caller calls stop when done.
+func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, audience *newAudience) *readAhead {
 	ctx, cancel := context.WithCancel(ctx)
 	wait, cancelWait := context.WithTimeout(ctx, prefetchWait)
 	conn, err := e.DB.Pool.Acquire(wait)
@@ -106,7 +107,7 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router) *rea
 				}
 			}
 			probe := i > 0 && fresh
-			l := load(ctx, conn, ids, r, probe)
+			l := load(ctx, conn, ids, r, probe, audience, i)
 			if probe {
 				fresh = l.fresh
 			}
@@ -153,20 +154,25 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 	return &l, nil
 }
 
-// load reads and routes one chunk and, when asked to probe, marks its
+// load reads (unless audience holds them) and routes chunk k, ids, and, when
+// asked to probe, marks its
 // joins Fresh if none of its recipients has a batch open (db.MarkFresh),
 // with an id reserved for each: the transaction then opens their batches
 // with a plain INSERT of those ids and reads nothing back
 // (db.JoinBatches), and a batch opened since makes it upsert them. It
 // runs outside the request's goroutine, where the server's recovery from
 // a panic does not reach: a panic fails the event instead of the process.
-func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool) (l loaded) {
+func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool, audience *newAudience, k int) (l loaded) {
 	defer func() {
 		if p := recover(); p != nil {
 			l = loaded{err: fmt.Errorf("route ahead: %v", p)}
 		}
 	}()
-	s, err := db.LoadRecipientSettings(ctx, q, ids, r.typ.Key)
+	s, ok := audience.settings(k, ids)
+	var err error
+	if !ok {
+		s, err = db.LoadRecipientSettings(ctx, q, ids, r.typ.Key)
+	}
 	if err != nil || len(s) < len(ids) {
 		return loaded{settings: s, err: err}
 	}
