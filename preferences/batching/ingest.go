@@ -304,17 +304,71 @@ type encoding struct {
 }
 
 // encodeAhead starts encoding the answer of an event that is written
-// whole, so that the 9 MB answer of a fan-out to 100,000 recipients is
-// ready when its commit returns rather than begun then, and is encoded
-// once for both the client and the idempotency key's record. res must
-// not change after.
-func (res *IngestResult) encodeAhead() {
+// whole, from the parts its chunks' batches were encoded in, so that the
+// 9 MB answer of a fan-out to 100,000 recipients is ready when its commit
+// returns rather than begun then, and is encoded once for both the client
+// and the idempotency key's record. res must not change after.
+func (res *IngestResult) encodeAhead(parts *answerParts) {
 	e := &encoding{done: make(chan struct{})}
 	res.ahead = e
 	go func() {
 		defer close(e.done)
-		e.json, e.err = res.encode()
+		e.json, e.err = res.joined(parts)
 	}()
+}
+
+// answerParts are the batches of a fan-out's answer encoded chunk by
+// chunk, each while the transaction writes the next: encoded at the end,
+// 100,000 took 60–90 ms that a keyed event's transaction waited for
+// before it could keep the answer.
+type answerParts struct {
+	wg    sync.WaitGroup
+	parts [][]byte
+	errs  []error
+}
+
+func newAnswerParts(chunks int) *answerParts {
+	return &answerParts{parts: make([][]byte, chunks), errs: make([]error, chunks)}
+}
+
+// encode starts encoding chunk k's batches.
+func (a *answerParts) encode(k int, batches []BatchRef) {
+	a.wg.Go(func() { a.parts[k], a.errs[k] = json.Marshal(batches) })
+}
+
+// joined is the answer with its batches taken from parts, the same bytes
+// as encode gives: the batches come last, so their list is spliced in
+// where an empty one would be.
+func (res *IngestResult) joined(parts *answerParts) ([]byte, error) {
+	parts.wg.Wait()
+	if err := errors.Join(parts.errs...); err != nil {
+		return nil, err
+	}
+	head := *res
+	head.Batches = []BatchRef{}
+	out, err := head.encode()
+	if err != nil {
+		return nil, err
+	}
+	out, ok := bytes.CutSuffix(out, []byte("[]}"))
+	if !ok {
+		return nil, fmt.Errorf("encode answer: %.40s does not end in its batches", out)
+	}
+	size := len(out) + 3
+	for _, p := range parts.parts {
+		size += len(p)
+	}
+	out = append(make([]byte, 0, size), out...)
+	out = append(out, '[')
+	for _, p := range parts.parts {
+		if p := p[1 : len(p)-1]; len(p) > 0 {
+			if out[len(out)-1] != '[' {
+				out = append(out, ',')
+			}
+			out = append(out, p...)
+		}
+	}
+	return append(out, "]}"...), nil
 }
 
 func (res *IngestResult) encode() ([]byte, error) {
@@ -596,7 +650,11 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			return nil, err
 		}
 	}
-	for _, chunk := range chunks {
+	var parts *answerParts
+	if len(chunks) > 1 {
+		parts = newAnswerParts(len(chunks))
+	}
+	for k, chunk := range chunks {
 		var pre *loaded
 		if ahead != nil {
 			var err error
@@ -608,6 +666,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 				ahead, in.joined = nil, nil
 			}
 		}
+		from := len(m.res.Batches)
 		err := in.part(ctx, []share{{m, chunk}}, pre)
 		var unknown *unknownError
 		if errors.As(err, &unknown) {
@@ -616,9 +675,12 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		if err != nil {
 			return nil, err
 		}
+		if parts != nil {
+			parts.encode(k, m.res.Batches[from:])
+		}
 	}
-	if len(chunks) > 1 {
-		m.res.encodeAhead()
+	if parts != nil {
+		m.res.encodeAhead(parts)
 	}
 	if err := in.Scheduler.ScheduleWakes(ctx, tx, in.wake.wakes()); err != nil {
 		return nil, fmt.Errorf("schedule wakes: %w", err)
