@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/preferences"
 	"github.com/lull-dev/lull/preferences/batching"
 )
@@ -538,5 +540,126 @@ func TestNewInlineAudienceRoutesAsStored(t *testing.T) {
 		if inline[id] != want {
 			t.Fatalf("%s: %s given new inline, %s stored first", id, inline[id], want)
 		}
+	}
+}
+
+// newInlineEvent is an event of type typ to n new recipients given inline,
+// n0 … n(n-1).
+func newInlineEvent(typ string, n int) *batching.Event {
+	ev := &batching.Event{Type: typ, Actor: batching.Actor{ID: "alice", Name: "Alice"}}
+	for i := range n {
+		id := "n" + itoa(int64(i))
+		ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: id, Email: id + "@example.com", Inline: true})
+	}
+	return ev
+}
+
+// ingestWhile posts ev, runs change once the fan-out waits for a lock, and
+// ends other (commit or rollback), returning the fan-out's answer.
+func (b *testBundle) ingestWhile(t *testing.T, ev *batching.Event, other pgx.Tx, change func(), commit bool) *batching.IngestResult {
+	t.Helper()
+	done := make(chan error, 1)
+	var res *batching.IngestResult
+	go func() {
+		var err error
+		res, err = b.engine.Ingest(context.Background(), 1, ev)
+		done <- err
+	}()
+	dbtest.LockWaiter(t, b.db)
+	change()
+	end := other.Rollback
+	if commit {
+		end = other.Commit
+	}
+	if err := end(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// warmPool opens n of the pool's connections and leaves them idle, so
+// that a fan-out finds the two it saves its recipients on at once rather
+// than waiting to open them on a loaded machine (it waits 50 ms, then
+// saves them in its own transaction).
+func (b *testBundle) warmPool(t *testing.T, n int) {
+	t.Helper()
+	var conns []*pgxpool.Conn
+	for range n {
+		c, err := b.db.Pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+}
+
+// notified counts id's notifications and skips.
+func (b *testBundle) notified(t *testing.T, id string) (notes, skips int) {
+	t.Helper()
+	return b.count(t, `SELECT count(*) FROM notifications WHERE recipient_id = $1`, id), b.count(t, `SELECT count(*) FROM skips WHERE recipient_id = $1`, id)
+}
+
+// A fan-out to new inline recipients whose event waits for a lock before
+// it is stored: changes made to its recipients meanwhile (deactivated,
+// unsubscribed, a preference for the type) are routed as a transaction
+// reading them after the wait would, not as the recipients were before.
+func TestNewInlineAudienceSeesChangesMadeBeforeItsEventIsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := newInlineEvent("post", 20_001)
+	other := b.hold(t, `LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE`)
+	res := b.ingestWhile(t, ev, other, func() {
+		if _, err := b.db.Pool.Exec(context.Background(), `
+			INSERT INTO recipients (id, email) VALUES ('n5', 'n5@example.com'), ('n15006', 'n15006@example.com'), ('n8', 'n8@example.com'), ('n19007', 'n19007@example.com') ON CONFLICT (id) DO NOTHING;
+			UPDATE recipients SET active = false WHERE id = 'n5';
+			UPDATE recipients SET unsubscribed = true WHERE id = 'n15006';
+			INSERT INTO type_preferences (recipient_id, type_key, mode) VALUES ('n19007', 'post', 'never'), ('n8', 'post', 'immediate')`); err != nil {
+			t.Fatal(err)
+		}
+	}, false)
+	for _, id := range []string{"n5", "n15006", "n19007"} {
+		if notes, skips := b.notified(t, id); notes != 0 || skips != 1 {
+			t.Errorf("%s: %d notifications and %d skips, want none and a skip", id, notes, skips)
+		}
+	}
+	if mode := b.count(t, `SELECT count(*) FROM batches WHERE recipient_id = 'n8' AND mode = 'immediate'`); mode != 1 {
+		t.Error("n8 chose immediate, but its notification is not in an immediate batch")
+	}
+	if res.Notifications != 19_998 || res.Suppressed != 3 {
+		t.Errorf("answer: %d notifications, %d suppressed; want 19998 and 3", res.Notifications, res.Suppressed)
+	}
+}
+
+// A fan-out to new inline recipients whose first chunk waits for another
+// event's batch, which also unsubscribes a recipient of the second chunk
+// before it commits: the second chunk is routed as read after the wait,
+// not as the recipients were saved.
+func TestNewInlineAudienceRereadsAfterMeetingAnotherEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := newInlineEvent("post", 20_001)
+	victim := secondChunkID(ev)
+	b.warmPool(t, 6)
+	now := b.clock.Now()
+	other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		VALUES ('n0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1)`, now.Add(-time.Minute), now.Add(4*time.Minute))
+	b.ingestWhile(t, ev, other, func() {
+		if tag, err := other.Exec(context.Background(), `UPDATE recipients SET unsubscribed = true WHERE id = $1`, victim); err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("unsubscribe %s: %v, %d rows: the fan-out did not save its recipients ahead", victim, err, tag.RowsAffected())
+		}
+	}, true)
+	if notes, skips := b.notified(t, victim); notes != 0 || skips != 1 {
+		t.Errorf("%s: %d notifications and %d skips, want none and a skip", victim, notes, skips)
+	}
+	if items := b.count(t, `SELECT item_count FROM batches WHERE recipient_id = 'n0'`); items != 2 {
+		t.Errorf("n0's batch holds %d items, want 2: the other event's and this one", items)
 	}
 }

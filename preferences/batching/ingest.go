@@ -440,9 +440,6 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 				return json.Unmarshal(first, res)
 			}
 		}
-		if err := e.saveAhead(ctx, &call); err != nil {
-			return err
-		}
 		var err error
 		res, err = e.ingestTx(ctx, tx, call)
 		return err
@@ -458,8 +455,12 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 
 // saveAhead saves the recipients a fan-out of more than one chunk gives
 // inline on two other connections, in transactions of their own that
-// commit before its transaction writes anything but its idempotency key,
-// and marks them saved. Written inside, they would be visible only to
+// commit before its transaction writes anything but its idempotency key
+// and the event, and marks them saved. It runs after the event is
+// stored, so that any lock the transaction waited for until then (the
+// events table's, say) is behind it: a recipient's settings known from
+// the save (newAudience) are then what the transaction reading them
+// itself would see. Written inside, they would be visible only to
 // the transaction, so it could not read its chunks ahead on a second
 // connection (prefetch.go), and their upsert would hold it up as well.
 // Their row locks are released before the event takes any batch's, as
@@ -477,9 +478,7 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 // connections may be waiting for connections too.
 func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	rs := call.ev.Recipients
-	if len(rs) <= fanOutChunk || !slices.ContainsFunc(rs, func(r RecipientRef) bool { return r.Inline }) {
-		return nil
-	}
+	call.saved = false
 	conns := e.spare(ctx, 2)
 	if conns == nil {
 		return nil
@@ -572,6 +571,12 @@ func (a *newAudience) settings(k int, ids []string) (map[string]db.RecipientSett
 	return out, true
 }
 
+// savesAhead says whether an event to rs has its inline recipients saved
+// by saveAhead: a fan-out of more than one chunk that gives some.
+func savesAhead(rs []RecipientRef) bool {
+	return len(rs) > fanOutChunk && slices.ContainsFunc(rs, func(r RecipientRef) bool { return r.Inline })
+}
+
 // spare acquires n connections, waiting at most prefetchWait, or none.
 func (e *Engine) spare(ctx context.Context, n int) []*pgxpool.Conn {
 	wait, cancel := context.WithTimeout(ctx, prefetchWait)
@@ -615,9 +620,24 @@ const fanOutChunk = 10_000
 // ingestTx writes one event whose idempotency key, if any, is claimed.
 func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*IngestResult, error) {
 	m := &member{ingestCall: call}
+	// A fan-out's inline recipients are saved once its event is stored,
+	// on other connections (saveAhead), so store leaves them out.
+	saving := savesAhead(call.ev.Recipients)
+	m.saved = saving
 	in := ingestion{Engine: e, tx: tx, now: e.ingestNow(), members: []*member{m}}
 	if err := in.store(ctx); err != nil {
 		return nil, err
+	}
+	if saving {
+		if err := e.saveAhead(ctx, &m.ingestCall); err != nil {
+			return nil, err
+		}
+		if !m.saved {
+			if err := db.SaveRecipients(ctx, tx, inlineOf(call.ev.Recipients)); err != nil {
+				return nil, err
+			}
+		}
+		call = m.ingestCall
 	}
 	ids := m.ids
 	if len(ids) >= wakeFrom {
@@ -630,7 +650,12 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	}
 	if ahead != nil {
 		defer ahead.stop()
-		in.joined = func() { ahead.joined <- struct{}{} }
+		in.joined = func(met bool) {
+			if met {
+				ahead.met.Store(true)
+			}
+			ahead.joined <- struct{}{}
+		}
 	}
 	if len(ids) > fanOutChunk {
 		// Refuse an unknown recipient before writing any chunk, naming the
@@ -704,9 +729,9 @@ type ingestion struct {
 	// wake gathers the batches a fan-out opens, whose flush jobs wake
 	// jobs write later (see wake.go); nil for smaller events.
 	wake *wakeSet
-	// joined, when set, is told each time a part has joined its batches
-	// (see prefetch.go).
-	joined func()
+	// joined, when set, is told each time a part has joined its batches,
+	// and whether some were open already (see prefetch.go).
+	joined func(met bool)
 }
 
 // member is one event of an ingestion.
@@ -868,7 +893,7 @@ func (in *ingestion) part(ctx context.Context, shares []share, pre *loaded) erro
 		return err
 	}
 	if in.joined != nil {
-		in.joined()
+		in.joined(slices.ContainsFunc(joined, func(b db.JoinedBatch) bool { return !b.Inserted }))
 	}
 	ns := in.notifications(joined, owners)
 	skips = append(skips, slowedInto(slowed, joined, owners)...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -56,7 +57,12 @@ type loaded struct {
 type readAhead struct {
 	next   chan loaded   // each chunk's settings and route, in order
 	joined chan struct{} // the transaction joined a chunk's batches
-	stop   func()
+	// met says a chunk joined batches some other event had opened: the
+	// transaction may have waited for that event, which may have changed
+	// recipients of later chunks, so their settings are read again rather
+	// than taken from their save.
+	met  atomic.Bool
+	stop func()
 }
 
 // prefetch starts reading chunks, in order, with a copy of r each. It
@@ -104,6 +110,9 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, audi
 				case <-ra.joined:
 				case <-ctx.Done():
 					return
+				}
+				if ra.met.Load() {
+					audience = nil
 				}
 			}
 			probe := i > 0 && fresh
