@@ -534,9 +534,12 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 // newAudience is a fan-out's recipients, all given inline and all new, as
 // saveAhead copied them in: their settings are known without reading
 // them back (db.SaveRecipientsFor). They are what a read right after the
-// save would give; a change made by another request since (a recipient
-// who unsubscribes, say) is the same as one made after a read ahead,
-// which the flush sees when it reads the recipient again.
+// save would give, and the save comes after every lock the transaction
+// waited for until then; a chunk that joins another event's batch, for
+// which it may have waited, has the later chunks read again
+// (readAhead.met). A change another request makes otherwise (a recipient
+// who unsubscribes, say) is like one made just after a chunk was read
+// ahead: the flush sees it when it reads the recipient again.
 type newAudience struct {
 	like  db.RecipientSettings
 	refs  []RecipientRef
