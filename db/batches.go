@@ -552,6 +552,15 @@ type JoinedBatch struct {
 // rows the first statement locked or this transaction created, so the
 // order above still holds.
 func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, error) {
+	out, _, err := JoinBatchesMeeting(ctx, q, joins, now)
+	return out, err
+}
+
+// JoinBatchesMeeting is JoinBatches that also says whether the joins met a
+// batch that was open already: joined it, or found it due or full and
+// sealed it. Only then can the statement have waited for another
+// transaction that committed.
+func JoinBatchesMeeting(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, bool, error) {
 	groups := groupJoins(joins)
 	out := make([]JoinedBatch, len(joins))
 	// take gives the next k joins of g batch b, and b's new state to the
@@ -580,7 +589,7 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 	}
 	rows, err := openOrJoin(ctx, q, first, counts, now)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	found := byKey(rows)
 	var rest []*joinGroup
@@ -593,6 +602,7 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 			rest = append(rest, g)
 		}
 	}
+	met := len(rest) > 0 || slices.ContainsFunc(rows, func(b JoinedBatch) bool { return !b.Inserted })
 	for len(rest) > 0 {
 		round := make([]BatchJoin, len(rest))
 		for i, g := range rest {
@@ -600,14 +610,14 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 		}
 		joined, err := joinEach(ctx, q, round, now)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for i, g := range rest {
 			take(g, joined[i], 1)
 		}
 		rest = slices.DeleteFunc(rest, func(g *joinGroup) bool { return g.done == len(g.idx) })
 	}
-	return out, nil
+	return out, met, nil
 }
 
 // joinGroup is the joins for one batch key of one recipient: idx are

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lull-dev/lull/db"
@@ -640,26 +641,69 @@ func TestNewInlineAudienceSeesChangesMadeBeforeItsEventIsStored(t *testing.T) {
 // A fan-out to new inline recipients whose first chunk waits for another
 // event's batch, which also unsubscribes a recipient of the second chunk
 // before it commits: the second chunk is routed as read after the wait,
-// not as the recipients were saved.
+// not as the recipients were saved, whether the batch waited for is
+// joined or is due or full (then sealed, and a new one opened).
 func TestNewInlineAudienceRereadsAfterMeetingAnotherEvent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		maxItems int
+		closesIn time.Duration
+		items    int
+	}{{"open", 0, 4 * time.Minute, 1}, {"due", 0, -time.Second, 1}, {"full", 2, 4 * time.Minute, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown", MaxItems: tc.maxItems})
+			ev := newInlineEvent("post", 20_001)
+			victim := secondChunkID(ev)
+			b.warmPool(t, 6)
+			now := b.clock.Now()
+			other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+				VALUES ('n0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, $3)`, now.Add(-time.Minute), now.Add(tc.closesIn), tc.items)
+			b.ingestWhile(t, ev, other, func() {
+				if tag, err := other.Exec(context.Background(), `UPDATE recipients SET unsubscribed = true WHERE id = $1`, victim); err != nil || tag.RowsAffected() != 1 {
+					t.Fatalf("unsubscribe %s: %v, %d rows: the fan-out did not save its recipients ahead", victim, err, tag.RowsAffected())
+				}
+			}, true)
+			if notes, skips := b.notified(t, victim); notes != 0 || skips != 1 {
+				t.Errorf("%s: %d notifications and %d skips, want none and a skip", victim, notes, skips)
+			}
+			if got := b.count(t, `SELECT count(*) FROM notifications WHERE recipient_id = 'n0'`); got != 1 {
+				t.Errorf("n0 has %d notifications, want 1", got)
+			}
+		})
+	}
+}
+
+// A schema change that takes recipients, then events (as a migration
+// altering both in one transaction would), meets a fan-out whose
+// transaction holds events while its recipients are saved on other
+// connections. Those give up waiting and the transaction saves the
+// recipients itself, where PostgreSQL sees the cycle and refuses one of
+// the two as a deadlock instead of both waiting for ever.
+func TestFanOutSaveAndSchemaChangeDoNotWaitForEver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
-	ev := newInlineEvent("post", 20_001)
-	victim := secondChunkID(ev)
 	b.warmPool(t, 6)
-	now := b.clock.Now()
-	other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
-		VALUES ('n0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1)`, now.Add(-time.Minute), now.Add(4*time.Minute))
-	b.ingestWhile(t, ev, other, func() {
-		if tag, err := other.Exec(context.Background(), `UPDATE recipients SET unsubscribed = true WHERE id = $1`, victim); err != nil || tag.RowsAffected() != 1 {
-			t.Fatalf("unsubscribe %s: %v, %d rows: the fan-out did not save its recipients ahead", victim, err, tag.RowsAffected())
-		}
-	}, true)
-	if notes, skips := b.notified(t, victim); notes != 0 || skips != 1 {
-		t.Errorf("%s: %d notifications and %d skips, want none and a skip", victim, notes, skips)
+	ctx := context.Background()
+	ddl := b.hold(t, `SET lock_timeout = '60s'; LOCK TABLE recipients IN SHARE MODE`)
+	done := make(chan error, 1)
+	go func() { _, err := b.engine.Ingest(ctx, 1, newInlineEvent("post", 20_001)); done <- err }()
+	dbtest.LockWaiter(t, b.db)
+	_, ddlErr := ddl.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`)
+	if ddlErr == nil {
+		ddl.Commit(ctx)
+	} else {
+		ddl.Rollback(ctx)
 	}
-	if items := b.count(t, `SELECT item_count FROM batches WHERE recipient_id = 'n0'`); items != 2 {
-		t.Errorf("n0's batch holds %d items, want 2: the other event's and this one", items)
+	fanErr := <-done
+	deadlock := func(err error) bool {
+		var pgErr *pgconn.PgError
+		return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+	}
+	if ddlErr != nil && !deadlock(ddlErr) || fanErr != nil && !deadlock(fanErr) || ddlErr != nil && fanErr != nil {
+		t.Fatalf("schema change: %v; fan-out: %v; want one of them through and the other, if any, refused as a deadlock", ddlErr, fanErr)
 	}
 }

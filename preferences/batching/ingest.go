@@ -485,14 +485,28 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 	}
 	defer func() {
 		for _, c := range conns {
-			c.Release()
+			releaseWaiting(ctx, c)
 		}
 	}()
+	// The event's transaction holds the events table (and its key's row)
+	// while these connections wait for locks on recipients: a schema
+	// change taking recipients, then events, would wait for it, they for
+	// the change, and it for them, a cycle the database cannot see. So
+	// they wait at most saveLockWait, and past it the transaction saves
+	// the recipients itself, where the database does see a deadlock.
+	for _, c := range conns {
+		if err := waitAtMost(ctx, c, saveLockWait); err != nil {
+			return err
+		}
+	}
 	// The ids are checked here, not in the event's transaction: holding a
 	// lock on recipients there while the halves wait, it would wait for
 	// them behind a schema change queued for that lock, which waits for
 	// it, and the database would see no deadlock.
 	unknown, err := db.UnknownRecipients(ctx, conns[0], bareIDs(rs))
+	if db.IsLockTimeout(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -523,6 +537,9 @@ func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
 		order = byID(rs)
 	}
 	wg.Wait()
+	if slices.ContainsFunc(errs, db.IsLockTimeout) {
+		return nil
+	}
 	err = errors.Join(errs...)
 	call.saved = err == nil
 	if call.saved && order != nil && likes[0] != nil && likes[1] != nil {
@@ -572,6 +589,27 @@ func (a *newAudience) settings(k int, ids []string) (map[string]db.RecipientSett
 		out[id] = a.like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
 	}
 	return out, true
+}
+
+// saveLockWait bounds how long saveAhead's connections wait for a lock:
+// longer than another fan-out's save of the same recipients takes
+// (0.3 s for 100,000), so that only a wait that may never end falls back.
+const saveLockWait = time.Second
+
+// waitAtMost makes c give up waiting for a lock after d, until
+// releaseWaiting gives it back to the pool.
+func waitAtMost(ctx context.Context, c *pgxpool.Conn, d time.Duration) error {
+	_, err := c.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", d.Milliseconds()))
+	return err
+}
+
+// releaseWaiting gives c back to the pool as waitAtMost found it; a
+// connection whose reset fails is closed, not pooled.
+func releaseWaiting(ctx context.Context, c *pgxpool.Conn) {
+	if _, err := c.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); err != nil {
+		c.Conn().Close(context.WithoutCancel(ctx))
+	}
+	c.Release()
 }
 
 // savesAhead says whether an event to rs has its inline recipients saved
@@ -891,12 +929,12 @@ func (in *ingestion) part(ctx context.Context, shares []share, pre *loaded) erro
 	if len(apart.members) > 0 {
 		return &apart
 	}
-	joined, err := db.JoinBatches(ctx, in.tx, joins, in.now)
+	joined, met, err := db.JoinBatchesMeeting(ctx, in.tx, joins, in.now)
 	if err != nil {
 		return err
 	}
 	if in.joined != nil {
-		in.joined(slices.ContainsFunc(joined, func(b db.JoinedBatch) bool { return !b.Inserted }))
+		in.joined(met)
 	}
 	ns := in.notifications(joined, owners)
 	skips = append(skips, slowedInto(slowed, joined, owners)...)

@@ -76,7 +76,7 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, audi
 	conn, err := e.DB.Pool.Acquire(wait)
 	cancelWait()
 	if err == nil {
-		_, err = conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", aheadLockWait.Milliseconds()))
+		err = waitAtMost(ctx, conn, aheadLockWait)
 	}
 	if err != nil {
 		if conn != nil {
@@ -92,13 +92,7 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, audi
 		// Closed, next tells a transaction waiting for a chunk that the
 		// request ended: it must not wait forever.
 		defer close(ra.next)
-		defer func() {
-			// A connection whose reset fails is closed, not pooled.
-			if _, err := conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); err != nil {
-				conn.Conn().Close(context.WithoutCancel(ctx))
-			}
-			conn.Release()
-		}()
+		defer releaseWaiting(ctx, conn)
 		// Whether a chunk's recipients have batches open is asked from
 		// the second chunk on (the first is read while the transaction
 		// waits), and only while every chunk asked had none: a fan-out
