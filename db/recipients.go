@@ -308,7 +308,8 @@ func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error 
 // A fan-out given 100,000 new recipients inline then need not read them
 // back chunk by chunk (a sixth of its time). like is nil otherwise: a
 // list of fewer than readRecipientsFrom, a recipient stored already, or
-// one created by another request since the read.
+// one created by another request since the read; and without a typeKey,
+// as SaveRecipients calls it, nothing is read back.
 func SaveRecipientsFor(ctx context.Context, tx pgx.Tx, rs []InlineRecipient, typeKey string) (like *RecipientSettings, err error) {
 	if len(rs) < readRecipientsFrom {
 		return nil, UpsertRecipients(ctx, tx, rs)
@@ -329,7 +330,7 @@ func SaveRecipientsFor(ctx context.Context, tx pgx.Tx, rs []InlineRecipient, typ
 		copied = true
 		return struct{}{}, nil
 	}, func() (struct{}, error) { return struct{}{}, UpsertRecipients(ctx, tx, writes) })
-	if err != nil || !copied || len(writes) < len(rs) {
+	if err != nil || !copied || len(writes) < len(rs) || typeKey == "" {
 		return nil, err
 	}
 	first, err := LoadRecipientSettings(ctx, tx, []string{rs[0].ID}, typeKey)

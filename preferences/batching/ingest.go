@@ -686,7 +686,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	}
 	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
 	var ahead *readAhead
-	if len(chunks) > 1 && (call.saved || !slices.ContainsFunc(call.ev.Recipients, func(r RecipientRef) bool { return r.Inline })) {
+	if len(chunks) > 1 && (call.saved || !saving) {
 		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now}, call.fresh)
 	}
 	if ahead != nil {
