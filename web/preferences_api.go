@@ -284,6 +284,11 @@ func applyWeeklyDays(r *db.Recipient, d DigestBody, add func(field, msg string))
 		return
 	}
 	r.WeeklyDays, r.WeeklyOn = int(days), int(days.Days()[0])
+	if len(days.Days()) == 1 {
+		// One day is stored as weekly_on alone, as a recipient who never
+		// chose is: the same schedule reads back as the same row.
+		r.WeeklyDays = 0
+	}
 }
 
 func weekdayNames(w preferences.WeekdaySet) []string {
