@@ -314,30 +314,75 @@ func SaveRecipientsFor(ctx context.Context, tx pgx.Tx, rs []InlineRecipient, typ
 	if len(rs) < readRecipientsFrom {
 		return nil, UpsertRecipients(ctx, tx, rs)
 	}
-	writes, changes, err := recipientWrites(ctx, tx, rs)
-	if err != nil || len(writes) == 0 {
+	copied, err := copyIfNew(ctx, tx, rs)
+	if err != nil {
 		return nil, err
 	}
-	if changes {
-		return nil, UpsertRecipients(ctx, tx, writes)
-	}
-	copied := false
-	_, err = insertElse(ctx, tx, "recipients_pkey", func() (struct{}, error) {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"recipients"}, []string{"id", "email", "name", "timezone", "locale"}, newRecipientRows(writes))
-		if err != nil {
-			return struct{}{}, fmt.Errorf("save recipients: %w", err)
+	if !copied {
+		writes, changes, err := recipientWrites(ctx, tx, rs)
+		if err != nil || len(writes) == 0 {
+			return nil, err
 		}
-		copied = true
-		return struct{}{}, nil
-	}, func() (struct{}, error) { return struct{}{}, UpsertRecipients(ctx, tx, writes) })
-	if err != nil || !copied || len(writes) < len(rs) || typeKey == "" {
-		return nil, err
+		if changes {
+			return nil, UpsertRecipients(ctx, tx, writes)
+		}
+		if copied, err = copyNew(ctx, tx, writes); err != nil {
+			return nil, err
+		}
+		if !copied {
+			return nil, UpsertRecipients(ctx, tx, writes)
+		}
+		if len(writes) < len(rs) {
+			return nil, nil
+		}
+	}
+	if typeKey == "" {
+		return nil, nil
 	}
 	first, err := LoadRecipientSettings(ctx, tx, []string{rs[0].ID}, typeKey)
 	if s, ok := first[rs[0].ID]; ok && err == nil {
 		return &s, nil
 	}
 	return nil, err
+}
+
+// copyIfNew copies rs in as new recipients, without reading first, when
+// none of a sample of them is stored: an audience seen for the first time
+// then costs one write instead of a read of every id and a write (a
+// fifth of a second of a fan-out to 100,000). copied is false when the
+// sample found one stored, or when the copy met one (and was undone):
+// the caller then reads and saves as for any list. A list with a few
+// stored recipients past the sample pays for a copy that is undone; the
+// rows are copied in id order, so the first stored one stops it.
+func copyIfNew(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) (copied bool, err error) {
+	step := max(1, len(rs)/newSample)
+	sample := make([]string, 0, newSample+1)
+	for i := 0; i < len(rs); i += step {
+		sample = append(sample, rs[i].ID)
+	}
+	var stored bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM recipients WHERE id = ANY($1::text[]))`, sample).Scan(&stored); err != nil {
+		return false, fmt.Errorf("read recipients: %w", err)
+	}
+	if stored {
+		return false, nil
+	}
+	return copyNew(ctx, tx, rs)
+}
+
+// newSample is how many of a list copyIfNew looks up before copying it.
+const newSample = 16
+
+// copyNew copies rs in as new recipients. A recipient stored already (or
+// created by another request meanwhile) meets the primary key, the copy is
+// undone (PostgreSQL logs the duplicate key), and copied is false.
+func copyNew(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) (copied bool, err error) {
+	return insertElse(ctx, tx, "recipients_pkey", func() (bool, error) {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"recipients"}, []string{"id", "email", "name", "timezone", "locale"}, newRecipientRows(rs)); err != nil {
+			return false, fmt.Errorf("save recipients: %w", err)
+		}
+		return true, nil
+	}, func() (bool, error) { return false, nil })
 }
 
 // Of is the settings of new recipient r, saved with the one like was read

@@ -275,6 +275,21 @@ func TestSaveRecipientsForKnowsNewRecipients(t *testing.T) {
 	if like := saveFor(audience("s", 999)); like != nil {
 		t.Error("a list too short to read first: settings known")
 	}
+	// A stored recipient the sample looked up before copying misses (the
+	// second of the list): the copy meets it and is undone, and the list
+	// is saved as any other, the stored recipient's fields kept.
+	missed := slices.Insert(audience("p", 1200), 1, db.InlineRecipient{ID: list[5].ID, Locale: "fr"})
+	if like := saveFor(missed); like != nil {
+		t.Error("a list with a stored recipient the sample missed: settings known")
+	}
+	var saved int
+	var name, locale string
+	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM recipients WHERE id LIKE 'p%'), name, locale FROM recipients WHERE id = $1`, list[5].ID).Scan(&saved, &name, &locale); err != nil {
+		t.Fatal(err)
+	}
+	if saved != 1200 || name != "" || locale != "fr" {
+		t.Errorf("after a copy undone: %d of 1200 new recipients saved, the stored one named %q in %q; want 1200, \"\" and \"fr\"", saved, name, locale)
+	}
 }
 
 func inlineIDs(rs []db.InlineRecipient) []string {

@@ -662,8 +662,19 @@ func TestNewInlineAudienceRereadsAfterMeetingAnotherEvent(t *testing.T) {
 			other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
 				VALUES ('n0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, $3)`, now.Add(-time.Minute), now.Add(tc.closesIn), tc.items)
 			b.ingestWhile(t, ev, other, func() {
-				if tag, err := other.Exec(context.Background(), `UPDATE recipients SET unsubscribed = true WHERE id = $1`, victim); err != nil || tag.RowsAffected() != 1 {
-					t.Fatalf("unsubscribe %s: %v, %d rows: the fan-out did not save its recipients ahead", victim, err, tag.RowsAffected())
+				// The second chunk is saved while the first waits.
+				for tries := 0; ; tries++ {
+					tag, err := other.Exec(context.Background(), `UPDATE recipients SET unsubscribed = true WHERE id = $1`, victim)
+					if err != nil {
+						t.Fatalf("unsubscribe %s: %v", victim, err)
+					}
+					if tag.RowsAffected() == 1 {
+						break
+					}
+					if tries == 200 {
+						t.Fatalf("%s not saved after 10 s: the fan-out did not save its recipients ahead", victim)
+					}
+					time.Sleep(50 * time.Millisecond)
 				}
 			}, true)
 			if notes, skips := b.notified(t, victim); notes != 0 || skips != 1 {
@@ -705,5 +716,42 @@ func TestFanOutSaveAndSchemaChangeDoNotWaitForEver(t *testing.T) {
 	}
 	if ddlErr != nil && !deadlock(ddlErr) || fanErr != nil && !deadlock(fanErr) || ddlErr != nil && fanErr != nil {
 		t.Fatalf("schema change: %v; fan-out: %v; want one of them through and the other, if any, refused as a deadlock", ddlErr, fanErr)
+	}
+}
+
+// A fan-out's recipients are saved chunk by chunk beside its transaction.
+// When that save meets a recipient of the second chunk that another
+// request is creating, it gives up after a second, and the transaction
+// saves that chunk and the later ones itself, waiting for the other
+// request where the database sees both: every recipient is notified once,
+// and the one created meanwhile keeps the name that request gave it and
+// gets the address the event gives.
+func TestFanOutSavesTheRestItselfWhenItsSaveGivesUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b.warmPool(t, 6)
+	ev := newInlineEvent("post", 30_001)
+	held := secondChunkID(ev)
+	other := b.hold(t, `INSERT INTO recipients (id, name) VALUES ($1, 'Held')`, held)
+	res := b.ingestWhile(t, ev, other, func() {
+		// Past the save's wait, the event's transaction (the one holding
+		// the events table) waits for the row itself.
+		for deadline := time.Now().Add(20 * time.Second); b.count(t, `SELECT count(*) FROM pg_stat_activity a
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+			  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.relation = 'events'::regclass AND l.granted)`) == 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the event's transaction does not wait for the row after 20 s; waiting: %q", dbtest.LockWaiter(t, b.db))
+			}
+		}
+	}, true)
+	if res.Notifications != 30_001 {
+		t.Errorf("%d notifications, want 30001", res.Notifications)
+	}
+	if n := b.count(t, `SELECT count(DISTINCT recipient_id) FROM notifications WHERE event_id = $1`, res.ID); n != 30_001 {
+		t.Errorf("%d recipients notified, want 30001", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM recipients WHERE id = $1 AND name = 'Held' AND email = $1 || '@example.com'`, held); n != 1 {
+		t.Errorf("%s does not hold the name its creator gave and the address the event gave", held)
 	}
 }

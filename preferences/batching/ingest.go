@@ -453,114 +453,191 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 	return res, nil
 }
 
-// saveAhead saves the recipients a fan-out of more than one chunk gives
-// inline on two other connections, in transactions of their own that
-// commit before its transaction writes anything but its idempotency key
-// and the event, and marks them saved. It runs after the event is
-// stored, so that any lock the transaction waited for until then (the
-// events table's, say) is behind it: a recipient's settings known from
-// the save (newAudience) are then what the transaction reading them
-// itself would see. Written inside, they would be visible only to
-// the transaction, so it could not read its chunks ahead on a second
-// connection (prefetch.go), and their upsert would hold it up as well.
-// Their row locks are released before the event takes any batch's, as
-// they would be inside: every ingestion locks recipients before batches,
-// so two cannot wait for each other.
+// saveAhead starts saving the recipients a fan-out of more than one chunk
+// gives inline, chunk by chunk in the order the transaction takes them,
+// on a connection of its own, each chunk in a transaction of its own that
+// commits before the event's transaction routes that chunk. The first
+// chunk is routed once it is saved, while the later ones are saved: a
+// fan-out to 100,000 new recipients waited a quarter of a second for all
+// of them before it wrote anything.
+//
+// It runs after the event is stored, so that any lock the transaction
+// waited for until then (the events table's, say) is behind it: a
+// recipient's settings known from the save (savedAhead.settings) are
+// then what the transaction reading them itself would see. Written
+// inside, they would be visible only to the transaction, so it could not
+// read its chunks ahead on a second connection (prefetch.go), and their
+// writes would hold it up as well. Their row locks are released before
+// the event takes any batch's for them, as they would be inside: every
+// ingestion locks recipients before batches, so two cannot wait for each
+// other.
 //
 // It runs once the key is claimed: a request repeating a key still being
 // written waits for the claim and is answered as a replay, and saves
 // nothing over what the first saved. Nothing is saved for an event
 // refused for an unknown recipient either. An event that fails later (a
-// server error, a lost connection) leaves its inline recipients saved, as
-// if each had been sent with PUT first. When the pool cannot spare two
-// connections at once, the event's transaction checks the ids and saves
-// the recipients itself rather than wait: the fan-outs holding the other
-// connections may be waiting for connections too.
-func (e *Engine) saveAhead(ctx context.Context, call *ingestCall) error {
+// server error, a lost connection) leaves the inline recipients of the
+// chunks saved so far, as if each had been sent with PUT first.
+//
+// It returns nil when the pool cannot spare a connection at once: the
+// event's transaction then checks the ids and saves the recipients
+// itself rather than wait, since the fan-outs holding the other
+// connections may be waiting for connections too. The caller calls stop
+// when done.
+func (e *Engine) saveAhead(ctx context.Context, call ingestCall, chunks [][]string) (*savedAhead, error) {
 	rs := call.ev.Recipients
-	call.saved = false
-	conns := e.spare(ctx, 2)
+	conns := e.spare(ctx, 1)
 	if conns == nil {
-		return nil
+		return nil, nil
 	}
-	defer func() {
-		for _, c := range conns {
-			releaseWaiting(ctx, c)
-		}
-	}()
+	c := conns[0]
 	// The event's transaction holds the events table (and its key's row)
-	// while these connections wait for locks on recipients: a schema
-	// change taking recipients, then events, would wait for it, they for
-	// the change, and it for them, a cycle the database cannot see. So
-	// they wait at most saveLockWait, and past it the transaction saves
-	// the recipients itself, where the database does see a deadlock.
-	for _, c := range conns {
-		if err := waitAtMost(ctx, c, saveLockWait); err != nil {
-			return err
-		}
+	// while this connection waits for locks on recipients: a schema
+	// change taking recipients, then events, would wait for it, it for
+	// the change, and the change for it, a cycle the database cannot
+	// see. So it waits at most saveLockWait, and past it the transaction
+	// saves the rest itself, where the database does see a deadlock.
+	if err := waitAtMost(ctx, c, saveLockWait); err != nil {
+		releaseWaiting(ctx, c)
+		return nil, err
 	}
 	// The ids are checked here, not in the event's transaction: holding a
-	// lock on recipients there while the halves wait, it would wait for
-	// them behind a schema change queued for that lock, which waits for
+	// lock on recipients there while the save waits, it would wait for
+	// it behind a schema change queued for that lock, which waits for
 	// it, and the database would see no deadlock.
-	unknown, err := db.UnknownRecipients(ctx, conns[0], bareIDs(rs))
-	if db.IsLockTimeout(err) {
-		return nil
+	unknown, err := db.UnknownRecipients(ctx, c, bareIDs(rs))
+	if err != nil || len(unknown) > 0 {
+		releaseWaiting(ctx, c)
+		if db.IsLockTimeout(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return nil, (&member{ingestCall: call}).unknownRecipient(unknown)
 	}
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	sa := &savedAhead{refs: rs, order: byID(rs), chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks))}
+	for k := range sa.done {
+		sa.done[k] = make(chan struct{})
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer releaseWaiting(ctx, c)
+		for k := range chunks {
+			sa.chunks[k] = sa.save(ctx, c, k, call.typ.Key)
+			close(sa.done[k])
+			if err := sa.chunks[k].err; err != nil {
+				// A chunk not saved leaves the later ones to the
+				// transaction too, or fails the event with it.
+				for j := k + 1; j < len(chunks); j++ {
+					sa.chunks[j].err = err
+					close(sa.done[j])
+				}
+				return
+			}
+		}
+	}()
+	sa.stop = func() { cancel(); <-ended }
+	return sa, nil
+}
+
+// savedAhead is a fan-out's inline recipients as saveAhead saves them,
+// chunk by chunk.
+type savedAhead struct {
+	refs  []RecipientRef
+	order []int32 // refs by id in byte order, the order chunks take them in
+	// chunks[k] is how chunk k was saved, once done[k] is closed.
+	chunks []chunkSaved
+	done   []chan struct{}
+	stop   func()
+}
+
+// chunkSaved is how saveAhead saved one chunk. like is set when every
+// recipient of the chunk was given inline and copied in as new
+// (db.SaveRecipientsFor). err is a lock timeout when the chunk was not
+// saved and the transaction must save it itself.
+type chunkSaved struct {
+	like *db.RecipientSettings
+	err  error
+}
+
+// save saves the inline recipients of chunk k in a transaction of its
+// own on c. Its commit need not wait for the disk: the event's own, which
+// waits, writes the log up to and past it.
+func (sa *savedAhead) save(ctx context.Context, c *pgxpool.Conn, k int, typeKey string) (s chunkSaved) {
+	inline, whole := sa.inline(k)
+	if len(inline) == 0 {
+		return s
+	}
+	if !whole {
+		typeKey = "" // settings are read back for a chunk naming stored recipients
+	}
+	s.err = pgx.BeginTxFunc(ctx, c, pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) (err error) {
+		s.like, err = db.SaveRecipientsFor(ctx, tx, inline, typeKey)
 		return err
+	})
+	return s
+}
+
+// inline is the recipients of chunk k given inline, and whether that is
+// all of them.
+func (sa *savedAhead) inline(k int) (inline []db.InlineRecipient, whole bool) {
+	places := sa.order[k*fanOutChunk : min((k+1)*fanOutChunk, len(sa.order))]
+	inline = make([]db.InlineRecipient, 0, len(places))
+	for _, i := range places {
+		if r := sa.refs[i]; r.Inline {
+			inline = append(inline, db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+		}
 	}
-	if len(unknown) > 0 {
-		return (&member{ingestCall: *call}).unknownRecipient(unknown)
+	return inline, len(inline) == len(places)
+}
+
+// wait returns how chunk k was saved, once it is.
+func (sa *savedAhead) wait(ctx context.Context, k int) chunkSaved {
+	select {
+	case <-sa.done[k]:
+		return sa.chunks[k]
+	case <-ctx.Done():
+		return chunkSaved{err: ctx.Err()}
 	}
-	// Two halves are saved at once, one a core. Each locks its rows in
-	// id order, like every other writer of recipients, so no two can wait
-	// for each other. A commit here need not wait for the disk: the
-	// event's own, which waits, writes the log up to and past it.
-	inline := inlineOf(rs)
-	halves := [][]db.InlineRecipient{inline[:len(inline)/2], inline[len(inline)/2:]}
-	errs := make([]error, len(halves))
-	likes := make([]*db.RecipientSettings, len(halves))
-	var wg sync.WaitGroup
-	for i, half := range halves {
-		wg.Go(func() {
-			errs[i] = pgx.BeginTxFunc(ctx, conns[i], pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) (err error) {
-				likes[i], err = db.SaveRecipientsFor(ctx, tx, half, call.typ.Key)
-				return err
-			})
-		})
-	}
-	// Meanwhile, lull waiting for the database: the order in which the
-	// chunks will take the recipients, should they all be new.
-	var order []int32
-	if len(inline) == len(rs) {
-		order = byID(rs)
-	}
-	wg.Wait()
-	if slices.ContainsFunc(errs, db.IsLockTimeout) {
-		return nil
-	}
-	err = errors.Join(errs...)
-	call.saved = err == nil
-	if call.saved && order != nil && likes[0] != nil && likes[1] != nil {
-		call.fresh = &newAudience{like: *likes[0], refs: rs, order: order}
+}
+
+// saveIn makes sure chunk k is saved before tx reads it: it waits for
+// saveAhead, and saves the chunk in tx when saveAhead gave up waiting for
+// a lock.
+func (sa *savedAhead) saveIn(ctx context.Context, tx pgx.Tx, k int) error {
+	err := sa.wait(ctx, k).err
+	if db.IsLockTimeout(err) {
+		inline, _ := sa.inline(k)
+		return db.SaveRecipients(ctx, tx, inline)
 	}
 	return err
 }
 
-// newAudience is a fan-out's recipients, all given inline and all new, as
-// saveAhead copied them in: their settings are known without reading
-// them back (db.SaveRecipientsFor). They are what a read right after the
-// save would give, and the save comes after every lock the transaction
-// waited for until then; a chunk that joins another event's batch, for
-// which it may have waited, has the later chunks read again
-// (readAhead.met). A change another request makes otherwise (a recipient
-// who unsubscribes, say) is like one made just after a chunk was read
-// ahead: the flush sees it when it reads the recipient again.
-type newAudience struct {
-	like  db.RecipientSettings
-	refs  []RecipientRef
-	order []int32 // refs by id in byte order, the order chunks take them in
+// settings are those of the recipients of chunk k, ids, when saveAhead
+// copied them all in as new, or false. They are what a read right after
+// the save would give, and the save comes after every lock the
+// transaction waited for until then; a chunk that joins another event's
+// batch, for which it may have waited, has the later chunks read again
+// (readAhead.met). A change another request makes otherwise (a
+// recipient who unsubscribes, say) is like one made just after a chunk
+// was read ahead: the flush sees it when it reads the recipient again.
+func (sa *savedAhead) settings(k int, ids []string, like *db.RecipientSettings) (map[string]db.RecipientSettings, bool) {
+	from := k * fanOutChunk
+	if like == nil || from+len(ids) > len(sa.order) {
+		return nil, false
+	}
+	out := make(map[string]db.RecipientSettings, len(ids))
+	for j, id := range ids {
+		r := sa.refs[sa.order[from+j]]
+		if r.ID != id {
+			return nil, false
+		}
+		out[id] = like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+	}
+	return out, true
 }
 
 // byID is the places of rs in byte order of their ids.
@@ -573,25 +650,7 @@ func byID(rs []RecipientRef) []int32 {
 	return order
 }
 
-// settings are those of the recipients of chunk k, ids, or false when the
-// audience does not hold them in that order.
-func (a *newAudience) settings(k int, ids []string) (map[string]db.RecipientSettings, bool) {
-	from := k * fanOutChunk
-	if a == nil || from+len(ids) > len(a.order) {
-		return nil, false
-	}
-	out := make(map[string]db.RecipientSettings, len(ids))
-	for j, id := range ids {
-		r := a.refs[a.order[from+j]]
-		if r.ID != id {
-			return nil, false
-		}
-		out[id] = a.like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
-	}
-	return out, true
-}
-
-// saveLockWait bounds how long saveAhead's connections wait for a lock:
+// saveLockWait bounds how long saveAhead's connection waits for a lock:
 // longer than another fan-out's save of the same recipients takes
 // (0.3 s for 100,000), so that only a wait that may never end falls back.
 const saveLockWait = time.Second
@@ -662,32 +721,35 @@ const fanOutChunk = 10_000
 func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*IngestResult, error) {
 	m := &member{ingestCall: call}
 	// A fan-out's inline recipients are saved once its event is stored,
-	// on other connections (saveAhead), so store leaves them out.
+	// on another connection (saveAhead), so store leaves them out.
 	saving := savesAhead(call.ev.Recipients)
 	m.saved = saving
 	in := ingestion{Engine: e, tx: tx, now: e.ingestNow(), members: []*member{m}}
 	if err := in.store(ctx); err != nil {
 		return nil, err
 	}
-	if saving {
-		if err := e.saveAhead(ctx, &m.ingestCall); err != nil {
-			return nil, err
-		}
-		if !m.saved {
-			if err := db.SaveRecipients(ctx, tx, inlineOf(call.ev.Recipients)); err != nil {
-				return nil, err
-			}
-		}
-		call = m.ingestCall
-	}
 	ids := m.ids
 	if len(ids) >= wakeFrom {
 		in.wake = &wakeSet{}
 	}
 	chunks := slices.Collect(slices.Chunk(ids, fanOutChunk))
+	var saved *savedAhead
+	if saving {
+		var err error
+		if saved, err = e.saveAhead(ctx, call, chunks); err != nil {
+			return nil, err
+		}
+		if saved == nil {
+			if err := db.SaveRecipients(ctx, tx, inlineOf(call.ev.Recipients)); err != nil {
+				return nil, err
+			}
+		} else {
+			defer saved.stop()
+		}
+	}
 	var ahead *readAhead
-	if len(chunks) > 1 && (call.saved || !saving) {
-		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now}, call.fresh)
+	if len(chunks) > 1 && (saved != nil || !saving) {
+		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now}, saved)
 	}
 	if ahead != nil {
 		defer ahead.stop()
@@ -730,6 +792,11 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			if pre == nil {
 				ahead.stop()
 				ahead, in.joined = nil, nil
+			}
+		}
+		if pre == nil && saved != nil {
+			if err := saved.saveIn(ctx, tx, k); err != nil {
+				return nil, err
 			}
 		}
 		from := len(m.res.Batches)

@@ -103,12 +103,9 @@ type ingestCall struct {
 	apiKeyID int64
 	typ      *db.Type
 	ev       *Event
-	// saved says its inline recipients were saved before its
-	// transaction (saveAhead).
+	// saved says its inline recipients are saved beside its transaction
+	// (saveAhead), not by store.
 	saved bool
-	// fresh is its audience when saveAhead copied every recipient in as
-	// new, or nil.
-	fresh *newAudience
 }
 
 // ingestOut is a set's answer for one event: its result or error, or

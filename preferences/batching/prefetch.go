@@ -67,10 +67,11 @@ type readAhead struct {
 
 // prefetch starts reading chunks, in order, with a copy of r each. It
 // reads the first at once and each later one once joined says the chunk
-// before joined its batches. The settings of recipients saveAhead copied
-// in as new (audience, when not nil) are not read back. It returns nil when
-// no connection is free. The caller calls stop when done.
-func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, audience *newAudience) *readAhead {
+// before joined its batches. When saved is not nil, a chunk is read once
+// saveAhead saved it, and the settings of recipients it copied in as new
+// are not read back. It returns nil when no connection is free. The
+// caller calls stop when done.
+func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, saved *savedAhead) *readAhead {
 	ctx, cancel := context.WithCancel(ctx)
 	wait, cancelWait := context.WithTimeout(ctx, prefetchWait)
 	conn, err := e.DB.Pool.Acquire(wait)
@@ -105,12 +106,9 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, audi
 				case <-ctx.Done():
 					return
 				}
-				if ra.met.Load() {
-					audience = nil
-				}
 			}
 			probe := i > 0 && fresh
-			l := load(ctx, conn, ids, r, probe, audience, i)
+			l := load(ctx, conn, ids, r, probe, saved, i, ra.met.Load())
 			if probe {
 				fresh = l.fresh
 			}
@@ -157,21 +155,32 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 	return &l, nil
 }
 
-// load reads (unless audience holds them) and routes chunk k, ids, and, when
-// asked to probe, marks its
-// joins Fresh if none of its recipients has a batch open (db.MarkFresh),
+// load waits for saveAhead to save chunk k, ids, when saved is not nil;
+// reads its settings unless the save gave them and no chunk before met
+// another event's batch (met); routes it; and, when asked to probe, marks
+// its joins Fresh if none of its recipients has a batch open (db.MarkFresh),
 // with an id reserved for each: the transaction then opens their batches
 // with a plain INSERT of those ids and reads nothing back
 // (db.JoinBatches), and a batch opened since makes it upsert them. It
 // runs outside the request's goroutine, where the server's recovery from
 // a panic does not reach: a panic fails the event instead of the process.
-func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool, audience *newAudience, k int) (l loaded) {
+func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool, saved *savedAhead, k int, met bool) (l loaded) {
 	defer func() {
 		if p := recover(); p != nil {
 			l = loaded{err: fmt.Errorf("route ahead: %v", p)}
 		}
 	}()
-	s, ok := audience.settings(k, ids)
+	var like *db.RecipientSettings
+	if saved != nil {
+		s := saved.wait(ctx, k)
+		if s.err != nil {
+			return loaded{err: s.err}
+		}
+		if !met {
+			like = s.like
+		}
+	}
+	s, ok := saved.settings(k, ids, like)
 	var err error
 	if !ok {
 		s, err = db.LoadRecipientSettings(ctx, q, ids, r.typ.Key)
