@@ -111,6 +111,9 @@ func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 	if hasEscapedNUL(body) {
 		return Invalid(FieldError{Field: "body", Message: "NUL characters (\\u0000) are not allowed"})
 	}
+	if q, ok := v.(quickDecoder); ok && q.DecodeQuick(body) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -125,6 +128,14 @@ func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64,
 		return newProblem(http.StatusBadRequest, "bad-json", "Malformed JSON", "the body holds more than one JSON value, or text after it")
 	}
 	return nil
+}
+
+// quickDecoder is a body that can decode itself faster than json.Decoder
+// when it is in its common form (batching.Event.DecodeQuick), and answers
+// false, itself left zero, when it is not: decodeJSONLimit then decodes it
+// as usual, and any error is named as usual.
+type quickDecoder interface {
+	DecodeQuick(body []byte) bool
 }
 
 // isTimeError reports whether err is time.Time refusing a JSON value: a

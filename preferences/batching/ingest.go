@@ -212,7 +212,29 @@ func decodeRecipients(b []byte, from, first, n int) (Recipients, error) {
 		}
 		list = append(list, ref)
 	}
+	if !listEnds(dec, b, from, n) {
+		return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
+	}
 	return list, nil
+}
+
+// listEnds says whether what dec read of the list b ends where it must:
+// after n entries (n >= 0), at the comma middleEntry split the list at;
+// after them all, at the list's closing bracket and the end of b. Given a
+// list json.Decoder has checked whole, it always does; given one cut from
+// a body by DecodeQuick, which checks nothing else, it is what makes the
+// halves read as one valid list.
+func listEnds(dec *json.Decoder, b []byte, from, n int) bool {
+	if n >= 0 {
+		// The first half reads b itself: its offsets are b's.
+		i := skipSpace(b, int(dec.InputOffset()))
+		return i < len(b) && b[i] == ','
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF
 }
 
 // decodeRef decodes the next entry of the list b that dec reads. An id or
