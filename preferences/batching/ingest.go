@@ -476,8 +476,9 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 }
 
 // saveAhead starts saving the recipients a fan-out of more than one chunk
-// gives inline, chunk by chunk in the order the transaction takes them,
-// on a connection of its own, each chunk in a transaction of its own that
+// gives inline, chunk by chunk in the order the transaction takes them
+// (order: the places of its recipients in byte order of their ids), on a
+// connection of its own, each chunk in a transaction of its own that
 // commits before the event's transaction routes that chunk. The first
 // chunk is routed once it is saved, while the later ones are saved: a
 // fan-out to 100,000 new recipients waited a quarter of a second for all
@@ -506,7 +507,7 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 // itself rather than wait, since the fan-outs holding the other
 // connections may be waiting for connections too. The caller calls stop
 // when done.
-func (e *Engine) saveAhead(ctx context.Context, call ingestCall, chunks [][]string) (*savedAhead, error) {
+func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, chunks [][]string) (*savedAhead, error) {
 	rs := call.ev.Recipients
 	conns := e.spare(ctx, 1)
 	if conns == nil {
@@ -539,7 +540,7 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, chunks [][]stri
 		return nil, (&member{ingestCall: call}).unknownRecipient(unknown)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sa := &savedAhead{refs: rs, order: byID(rs), chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks))}
+	sa := &savedAhead{refs: rs, order: order, chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks))}
 	for k := range sa.done {
 		sa.done[k] = make(chan struct{})
 	}
@@ -758,7 +759,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	var saved *savedAhead
 	if saving {
 		var err error
-		if saved, err = e.saveAhead(ctx, call, chunks); err != nil {
+		if saved, err = e.saveAhead(ctx, call, m.order, chunks); err != nil {
 			return nil, err
 		}
 		if saved == nil {
@@ -870,9 +871,12 @@ type member struct {
 	id      int64
 	created time.Time
 	ids     []string // its recipients, in byte order
-	res     *IngestResult
-	err     error // why it cannot be written
-	out     int   // its place in a set
+	// order is the places of ev.Recipients in ids' order, when its
+	// recipients are saved ahead (saved).
+	order []int32
+	res   *IngestResult
+	err   error // why it cannot be written
+	out   int   // its place in a set
 }
 
 // share is some of one member's recipients.
@@ -913,8 +917,16 @@ func (in *ingestion) store(ctx context.Context) error {
 		}
 		// Batch rows are locked in recipient order, in every chunk and
 		// across them, so that two events with overlapping recipients
-		// cannot deadlock.
-		slices.Sort(m.ids)
+		// cannot deadlock. Recipients saved ahead are saved chunk by
+		// chunk in that order too, which saveAhead takes from m.order.
+		if m.saved {
+			m.order = byID(ev.Recipients)
+			for j, i := range m.order {
+				m.ids[j] = ev.Recipients[i].ID
+			}
+		} else {
+			slices.Sort(m.ids)
+		}
 		stored := &db.Event{APIKeyID: m.apiKeyID, Key: ev.Key, TypeKey: m.typ.Key, BatchKey: ev.BatchKey, OccurredAt: *ev.OccurredAt, Recipients: len(m.ids)}
 		stored.Actor, _ = json.Marshal(ev.Actor)
 		stored.Object, _ = json.Marshal(ev.Object)
