@@ -448,9 +448,24 @@ func (e *Engine) Ingest(ctx context.Context, apiKeyID int64, ev *Event) (*Ingest
 
 // ingestAlone writes one event in a transaction of its own.
 func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResult, error) {
-	var res *IngestResult
-	replayed := false
-	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
+	res, replayed, err := e.ingestOnce(ctx, call)
+	if errors.Is(err, errSavedLate) {
+		call.inOrder = true
+		res, replayed, err = e.ingestOnce(ctx, call)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !replayed {
+		e.count(res)
+	}
+	return res, nil
+}
+
+// ingestOnce writes call in a transaction of its own, or answers as its
+// key was first answered (replayed).
+func (e *Engine) ingestOnce(ctx context.Context, call ingestCall) (res *IngestResult, replayed bool, err error) {
+	err = e.DB.InTx(ctx, func(tx pgx.Tx) error {
 		if call.ev.Key != "" {
 			first, ok, err := db.ClaimEventKey(ctx, tx, call.apiKeyID, call.ev.Key)
 			if err != nil {
@@ -466,13 +481,7 @@ func (e *Engine) ingestAlone(ctx context.Context, call ingestCall) (*IngestResul
 		res, err = e.ingestTx(ctx, tx, call)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if !replayed {
-		e.count(res)
-	}
-	return res, nil
+	return res, replayed, err
 }
 
 // saveAhead starts saving the recipients a fan-out of more than one chunk
@@ -575,6 +584,8 @@ type savedAhead struct {
 	chunks []chunkSaved
 	done   []chan struct{}
 	stop   func()
+	// inTx says the transaction saved the chunks left (saveIn).
+	inTx bool
 }
 
 // chunkSaved is how saveAhead saved one chunk. like is set when every
@@ -628,16 +639,36 @@ func (sa *savedAhead) wait(ctx context.Context, k int) chunkSaved {
 }
 
 // saveIn makes sure chunk k is saved before tx reads it: it waits for
-// saveAhead, and saves the chunk in tx when saveAhead gave up waiting for
-// a lock.
-func (sa *savedAhead) saveIn(ctx context.Context, tx pgx.Tx, k int) error {
-	err := sa.wait(ctx, k).err
-	if db.IsLockTimeout(err) {
-		inline, _ := sa.inline(k)
-		return db.SaveRecipients(ctx, tx, inline)
+// saveAhead. When saveAhead gave up waiting for a lock, tx saves chunk k
+// and the later ones itself, where the database sees whom it waits for,
+// unless it holds batches already (late): every ingestion locks
+// recipients before batches, and a transaction holding a batch another
+// request waits for, while it waits for a recipient that request holds,
+// would be refused as a deadlock. It then answers errSavedLate, and the
+// event is written again with every chunk saved first (inOrder).
+func (sa *savedAhead) saveIn(ctx context.Context, tx pgx.Tx, k int, late bool) error {
+	if sa.inTx {
+		return nil
 	}
-	return err
+	err := sa.wait(ctx, k).err
+	switch {
+	case !db.IsLockTimeout(err):
+		return err
+	case late:
+		return errSavedLate
+	}
+	sa.inTx = true
+	var rest []db.InlineRecipient
+	for j := k; j < len(sa.chunks); j++ {
+		inline, _ := sa.inline(j)
+		rest = append(rest, inline...)
+	}
+	return db.SaveRecipients(ctx, tx, rest)
 }
+
+// errSavedLate says a fan-out's chunk could not be saved beside its
+// transaction once the transaction held batches (savedAhead.saveIn).
+var errSavedLate = errors.New("recipients saved after batches")
 
 // settings are those of the recipients of chunk k, ids, when saveAhead
 // copied them all in as new, or false. They are what a read right after
@@ -770,6 +801,13 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			defer saved.stop()
 		}
 	}
+	if saved != nil && call.inOrder {
+		for k := range chunks {
+			if err := saved.saveIn(ctx, tx, k, false); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var ahead *readAhead
 	if len(chunks) > 1 && (saved != nil || !saving) {
 		ahead = e.prefetch(ctx, chunks, router{typ: call.typ, eventBatchKey: call.ev.BatchKey, now: in.now}, saved)
@@ -818,7 +856,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			}
 		}
 		if pre == nil && saved != nil {
-			if err := saved.saveIn(ctx, tx, k); err != nil {
+			if err := saved.saveIn(ctx, tx, k, k > 0); err != nil {
 				return nil, err
 			}
 		}

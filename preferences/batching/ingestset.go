@@ -106,6 +106,10 @@ type ingestCall struct {
 	// saved says its inline recipients are saved beside its transaction
 	// (saveAhead), not by store.
 	saved bool
+	// inOrder says they are all saved before any batch is joined, not
+	// chunk by chunk as the batches are: set when a save met a lock
+	// while the transaction held batches (errSavedLate).
+	inOrder bool
 }
 
 // ingestOut is a set's answer for one event: its result or error, or
