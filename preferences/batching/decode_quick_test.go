@@ -163,3 +163,30 @@ func BenchmarkDecodeInlineFanOut(b *testing.B) {
 		}
 	})
 }
+
+// Found in review: a list that is null followed by more, and a long list
+// ending in a comma that middleEntry split the halves at (the second
+// half then read an empty list), were taken the quick way although the
+// whole decoding refuses them.
+func TestDecodeQuickRefusesWhatTheDecoderRefuses(t *testing.T) {
+	t.Parallel()
+	pad := strings.Repeat(" ", halvesFrom)
+	for _, body := range []string{
+		`{"type":"t","recipients":nullx}`,
+		`{"type":"t","recipients":null"a"}`,
+		`{"type":"t","recipients":null{"id":"a"}}`,
+		`{"type":"t","recipients":null:1,"key":"k"}`,
+		`{"type":"t","recipients":["u1","u2"` + pad + `,]}`,
+		`{"type":"t","recipients":["u1",{"id":"u2"` + pad + `},]}`,
+		`{"type":"t","recipients":["u1",{"id":"u2","name":"` + strings.Repeat("n", halvesFrom) + `"},  ]}`,
+		`{"type":"t","recipients":["u1"` + pad + `,` + " \n\t" + `]}`,
+	} {
+		if _, err := decodeWhole([]byte(body)); err == nil {
+			t.Fatalf("%.60q: the whole decoding accepts it", body)
+		}
+		var quick Event
+		if quick.DecodeQuick([]byte(body)) {
+			t.Errorf("%.60q: accepted the quick way", body)
+		}
+	}
+}

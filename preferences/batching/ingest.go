@@ -194,11 +194,19 @@ func decodeRecipients(b []byte, from, first, n int) (Recipients, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	tok, err := dec.Token()
-	if err != nil || tok == nil {
+	if err != nil {
 		return nil, err
 	}
+	if tok == nil {
+		// null, and nothing after it: a list DecodeQuick cut from a body
+		// was not checked by json.Decoder first.
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, notAList()
+		}
+		return nil, nil
+	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
+		return nil, notAList()
 	}
 	var list Recipients
 	for i := first; i != first+n && dec.More(); i++ {
@@ -212,10 +220,16 @@ func decodeRecipients(b []byte, from, first, n int) (Recipients, error) {
 		}
 		list = append(list, ref)
 	}
-	if !listEnds(dec, b, from, n) {
-		return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
+	// The second half starts after a comma: an entry must follow it.
+	if !listEnds(dec, b, from, n) || from > 0 && len(list) == 0 {
+		return nil, notAList()
 	}
 	return list, nil
+}
+
+// notAList refuses a recipient list that is not one.
+func notAList() error {
+	return &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: "must be an array of recipient ids or objects"}}}
 }
 
 // listEnds says whether what dec read of the list b ends where it must:
