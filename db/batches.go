@@ -442,11 +442,9 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 // and none when it marks nothing. Ids a stale hint leaves unused are
 // gaps in the sequence, like those of any rolled-back insert.
 func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) {
-	var open []BatchJoin
-	for _, j := range joins {
-		if j.Mode != "immediate" {
-			open = append(open, j)
-		}
+	open := joins
+	if slices.ContainsFunc(joins, isImmediate) {
+		open = slices.DeleteFunc(slices.Clone(joins), isImmediate)
 	}
 	rids, pairs, keys := openBatchArgs(open)
 	// The EXISTS names no outer column: it runs once, and nextval runs
@@ -472,6 +470,8 @@ func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) 
 	}
 	return true, nil
 }
+
+func isImmediate(j BatchJoin) bool { return j.Mode == "immediate" }
 
 // BatchJoin asks for one notification to go into a batch: the open one for
 // (RecipientID, BatchKey) if there is one that is neither due nor full,

@@ -11,7 +11,6 @@ import (
 	"net/mail"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -136,11 +135,15 @@ func (rs *Recipients) UnmarshalJSON(b []byte) error {
 // decodeHalves decodes the list b in two halves at once, split at the
 // comma at offset at, with before entries ahead of it.
 func decodeHalves(b []byte, at, before int) (Recipients, error) {
+	// The halves hold about as many entries each, split as they are at
+	// the middle byte: the first is sized for the whole list, so that the
+	// second is copied onto its end without growing either.
+	size := before*2 + before/8
 	var second Recipients
 	var err2 error
 	var wg sync.WaitGroup
-	wg.Go(func() { second, err2 = decodeRecipients(b, at, before, -1) })
-	first, err := decodeRecipients(b, 0, 0, before)
+	wg.Go(func() { second, err2 = decodeRecipientsInto(b, at, before, -1, make(Recipients, 0, size-before)) })
+	first, err := decodeRecipientsInto(b, 0, 0, before, make(Recipients, 0, size))
 	wg.Wait()
 	if err = cmp.Or(err, err2); err != nil {
 		return nil, err
@@ -186,6 +189,11 @@ func middleEntry(b []byte) (at, before int) {
 // first entry decoded is entry first of the event's list. Neither half
 // of a list is copied: each decoder copies what it reads anyway.
 func decodeRecipients(b []byte, from, first, n int) (Recipients, error) {
+	return decodeRecipientsInto(b, from, first, n, nil)
+}
+
+// decodeRecipientsInto is decodeRecipients appending to list.
+func decodeRecipientsInto(b []byte, from, first, n int, list Recipients) (Recipients, error) {
 	var r io.Reader = bytes.NewReader(b)
 	if from > 0 {
 		// Read as "[" and the rest: offset o of what dec reads is b[from+o].
@@ -208,7 +216,6 @@ func decodeRecipients(b []byte, from, first, n int) (Recipients, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return nil, notAList()
 	}
-	var list Recipients
 	for i := first; i != first+n && dec.More(); i++ {
 		if i == MaxRecipients {
 			return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
@@ -1311,6 +1318,9 @@ func (r *router) route(ctx context.Context, tx db.Querier, ids []string, setting
 	if err := r.catchUp(ctx, tx, policies); err != nil {
 		return err
 	}
+	if r.joins == nil {
+		r.joins = make([]db.BatchJoin, 0, len(policies))
+	}
 	for _, id := range ids {
 		p, ok := policies[id]
 		if !ok {
@@ -1333,7 +1343,11 @@ func (r *router) route(ctx context.Context, tx db.Querier, ids []string, setting
 		}
 		r.joins = append(r.joins, j)
 	}
-	sort.Slice(r.joins, func(a, b int) bool { return r.joins[a].RecipientID < r.joins[b].RecipientID })
+	// A fan-out's chunk comes in id order already.
+	byRecipient := func(a, b db.BatchJoin) int { return strings.Compare(a.RecipientID, b.RecipientID) }
+	if !slices.IsSortedFunc(r.joins, byRecipient) {
+		slices.SortFunc(r.joins, byRecipient)
+	}
 	return nil
 }
 
