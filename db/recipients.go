@@ -299,51 +299,75 @@ func SaveRecipients(ctx context.Context, tx pgx.Tx, rs []InlineRecipient) error 
 	return err
 }
 
-// SaveRecipientsFor is SaveRecipients that also answers, when every
-// recipient of rs was new and copied in by it, what LoadRecipientSettings
-// reads of one of them for typeKey afterwards: like. Every other
-// recipient of rs then reads the same but for its own given fields
-// (like.Of), since the columns rs does not give come from the table's
-// defaults and no other request can change the rows before tx commits.
-// A fan-out given 100,000 new recipients inline then need not read them
-// back chunk by chunk (a sixth of its time). like is nil otherwise: a
-// list of fewer than readRecipientsFrom, a recipient stored already, or
-// one created by another request since the read; and without a typeKey,
-// as SaveRecipients calls it, nothing is read back.
-func SaveRecipientsFor(ctx context.Context, tx pgx.Tx, rs []InlineRecipient, typeKey string) (like *RecipientSettings, err error) {
+// SaveRecipientsFor is SaveRecipients that also answers what
+// LoadRecipientSettings would read of the recipients of rs for typeKey
+// afterwards, when it knows without reading them all back (Saved):
+//   - every recipient of rs was new and copied in: it reads one back,
+//     like, and every other reads the same but for its own given fields
+//     (like.Of), since the columns rs does not give come from the
+//     table's defaults and no other request can change the rows before
+//     tx commits. A fan-out given 100,000 new recipients inline then need
+//     not read them back chunk by chunk (a sixth of its time);
+//   - every recipient of rs was stored, and rs changes none: what it read
+//     to find that out is what a read afterwards gives. The same audience
+//     notified again is then read once, not twice.
+//
+// Nothing is known otherwise: a list of fewer than readRecipientsFrom,
+// one with new and stored recipients or changing some; and without a
+// typeKey, as SaveRecipients calls it.
+func SaveRecipientsFor(ctx context.Context, tx pgx.Tx, rs []InlineRecipient, typeKey string) (Saved, error) {
 	if len(rs) < readRecipientsFrom {
-		return nil, UpsertRecipients(ctx, tx, rs)
+		return Saved{}, UpsertRecipients(ctx, tx, rs)
 	}
 	copied, err := copyIfNew(ctx, tx, rs)
 	if err != nil {
-		return nil, err
+		return Saved{}, err
 	}
 	if !copied {
-		writes, changes, err := recipientWrites(ctx, tx, rs)
-		if err != nil || len(writes) == 0 {
-			return nil, err
+		writes, changes, read, err := recipientWrites(ctx, tx, rs, typeKey)
+		if err != nil {
+			return Saved{}, err
+		}
+		if len(writes) == 0 {
+			return Saved{Read: read}, nil
 		}
 		if changes {
-			return nil, UpsertRecipients(ctx, tx, writes)
+			return Saved{}, UpsertRecipients(ctx, tx, writes)
 		}
 		if copied, err = copyNew(ctx, tx, writes); err != nil {
-			return nil, err
+			return Saved{}, err
 		}
 		if !copied {
-			return nil, UpsertRecipients(ctx, tx, writes)
+			return Saved{}, UpsertRecipients(ctx, tx, writes)
 		}
 		if len(writes) < len(rs) {
-			return nil, nil
+			return Saved{}, nil
 		}
 	}
 	if typeKey == "" {
-		return nil, nil
+		return Saved{}, nil
 	}
 	first, err := LoadRecipientSettings(ctx, tx, []string{rs[0].ID}, typeKey)
 	if s, ok := first[rs[0].ID]; ok && err == nil {
-		return &s, nil
+		return Saved{Like: &s}, nil
 	}
-	return nil, err
+	return Saved{}, err
+}
+
+// Saved is what SaveRecipientsFor knows of the settings of the recipients
+// it saved: like.Of each (Like), or each as read (Read), or nothing.
+type Saved struct {
+	Like *RecipientSettings
+	Read map[string]RecipientSettings
+}
+
+// Of is the settings of recipient r as saved, if known.
+func (s Saved) Of(r InlineRecipient) (RecipientSettings, bool) {
+	if s.Like != nil {
+		return s.Like.Of(r), true
+	}
+	rs, ok := s.Read[r.ID]
+	return rs, ok
 }
 
 // copyIfNew copies rs in as new recipients, without reading first, when
@@ -415,29 +439,37 @@ const readRecipientsFrom = 1000
 
 // recipientWrites are those of rs that are not stored, or that a field
 // given would change (a field left empty changes nothing), and whether
-// any of them is stored.
-func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient) ([]InlineRecipient, bool, error) {
+// any of them is stored. Given a typeKey, it reads the stored recipients'
+// settings for it (read), and their fields from those.
+func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient, typeKey string) (writes []InlineRecipient, changes bool, read map[string]RecipientSettings, err error) {
 	ids := make([]string, len(rs))
 	for i, r := range rs {
 		ids[i] = r.ID
 	}
-	rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY($1::text[])`, ids)
-	if err != nil {
-		return nil, false, fmt.Errorf("read recipients: %w", err)
-	}
 	stored := map[string]InlineRecipient{}
-	var r InlineRecipient
-	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale}, func() error {
-		stored[r.ID] = r
-		return nil
-	}); err != nil {
-		return nil, false, fmt.Errorf("read recipients: %w", err)
+	if typeKey != "" {
+		if read, err = LoadRecipientSettings(ctx, q, ids, typeKey); err != nil {
+			return nil, false, nil, err
+		}
+		for id, s := range read {
+			stored[id] = InlineRecipient{ID: id, Email: s.Email, Name: s.Name, Timezone: s.Timezone, Locale: s.Locale}
+		}
+	} else {
+		rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY($1::text[])`, ids)
+		if err != nil {
+			return nil, false, nil, fmt.Errorf("read recipients: %w", err)
+		}
+		var r InlineRecipient
+		if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale}, func() error {
+			stored[r.ID] = r
+			return nil
+		}); err != nil {
+			return nil, false, nil, fmt.Errorf("read recipients: %w", err)
+		}
 	}
 	if len(stored) == 0 {
-		return rs, false, nil
+		return rs, false, read, nil
 	}
-	var writes []InlineRecipient
-	changes := false
 	for _, r := range rs {
 		was, ok := stored[r.ID]
 		if ok && !r.alters(was) {
@@ -446,7 +478,7 @@ func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient) ([]In
 		writes = append(writes, r)
 		changes = changes || ok
 	}
-	return writes, changes, nil
+	return writes, changes, read, nil
 }
 
 // alters says whether saving r over was would change it: a field given,

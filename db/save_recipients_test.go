@@ -238,48 +238,74 @@ func TestSaveRecipientsReleasesItsSavepoint(t *testing.T) {
 
 // SaveRecipientsFor knows the settings of a list it copied in whole as new
 // (like.Of of each reads as LoadRecipientSettings reads it back, a
-// recipient without a zone in UTC), and answers nil for a list it did not
-// (one recipient stored already, or too short a list to read first).
+// recipient without a zone in UTC), and of a list stored whole that it
+// changes nothing of (as read, with each one's preference for the type);
+// it knows nothing of a list mixing new and stored recipients, changing
+// one, or too short to read first.
 func TestSaveRecipientsForKnowsNewRecipients(t *testing.T) {
 	d := dbtest.New(t)
 	ctx := context.Background()
 	list := audience("n", 1200)
 	list[3].Timezone, list[4].Locale, list[5].Name, list[6].Timezone = "", "", "", "Asia/Kolkata"
-	saveFor := func(rs []db.InlineRecipient) (like *db.RecipientSettings) {
+	saveFor := func(rs []db.InlineRecipient) (known db.Saved) {
 		t.Helper()
 		err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
-			like, err = db.SaveRecipientsFor(ctx, tx, rs, "task")
+			known, err = db.SaveRecipientsFor(ctx, tx, rs, "task")
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return like
+		return known
 	}
-	like := saveFor(list)
-	if like == nil {
-		t.Fatal("a list copied in whole as new: no settings known")
-	}
-	read, err := db.LoadRecipientSettings(ctx, d.Pool, inlineIDs(list), "task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range list {
-		if got := like.Of(r); got.Recipient != read[r.ID].Recipient || got.Pref != nil {
-			t.Fatalf("%s: known as %+v, read back as %+v", r.ID, got, read[r.ID])
+	knowsAsRead := func(known db.Saved, rs []db.InlineRecipient) {
+		t.Helper()
+		read, err := db.LoadRecipientSettings(ctx, d.Pool, inlineIDs(rs), "task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			got, ok := known.Of(r)
+			if !ok || got.Recipient != read[r.ID].Recipient || (got.Pref == nil) != (read[r.ID].Pref == nil) ||
+				got.Pref != nil && *got.Pref != *read[r.ID].Pref {
+				t.Fatalf("%s: known as %+v (%v), read back as %+v", r.ID, got, ok, read[r.ID])
+			}
 		}
 	}
-	if like := saveFor(append(audience("m", 1200), list[0])); like != nil {
+	known := saveFor(list)
+	if known.Like == nil {
+		t.Fatal("a list copied in whole as new: no settings known")
+	}
+	knowsAsRead(known, list)
+	if err := db.SaveType(ctx, d.Pool, &db.Type{Key: "task", Name: "Task", DefaultMode: "cooldown", WindowMS: 60_000, DisplayLimit: 10, ItemOrder: "latest", ItemText: "{{actor.name}}", GroupText: "{{count}} tasks"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO type_preferences (recipient_id, type_key, mode) VALUES ($1, 'task', 'never')`, list[9].ID); err != nil {
+		t.Fatal(err)
+	}
+	again := slices.Clone(list)
+	again[10].Email = "" // given empty, it changes nothing
+	known = saveFor(again)
+	if known.Read == nil {
+		t.Fatal("a list stored whole and unchanged: no settings known")
+	}
+	knowsAsRead(known, again)
+	changed := slices.Clone(list)
+	changed[11].Name = "Someone else"
+	if known := saveFor(changed); known.Read != nil || known.Like != nil {
+		t.Error("a list changing a stored recipient: settings known")
+	}
+	if known := saveFor(append(audience("m", 1200), list[0])); known.Like != nil || known.Read != nil {
 		t.Error("a list with a stored recipient: settings known")
 	}
-	if like := saveFor(audience("s", 999)); like != nil {
+	if known := saveFor(audience("s", 999)); known.Like != nil || known.Read != nil {
 		t.Error("a list too short to read first: settings known")
 	}
 	// A stored recipient the sample looked up before copying misses (the
 	// second of the list): the copy meets it and is undone, and the list
 	// is saved as any other, the stored recipient's fields kept.
 	missed := slices.Insert(audience("p", 1200), 1, db.InlineRecipient{ID: list[5].ID, Locale: "fr"})
-	if like := saveFor(missed); like != nil {
+	if known := saveFor(missed); known.Like != nil || known.Read != nil {
 		t.Error("a list with a stored recipient the sample missed: settings known")
 	}
 	var saved int

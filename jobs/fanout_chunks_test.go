@@ -755,3 +755,43 @@ func TestFanOutSavesTheRestItselfWhenItsSaveGivesUp(t *testing.T) {
 		t.Errorf("%s does not hold the name its creator gave and the address the event gave", held)
 	}
 }
+
+// A fan-out to an inline audience stored already, whose fields it
+// changes none of, into batches of its own, routes each recipient by its
+// settings as the save read them: one deactivated, one unsubscribed and one who chose never for the
+// type are skipped, and one who chose immediate gets an immediate batch.
+func TestStoredInlineAudienceRoutesAsSaved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b.warmPool(t, 6)
+	ctx := context.Background()
+	if _, err := b.engine.Ingest(ctx, 1, newInlineEvent("post", 20_001)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Pool.Exec(ctx, `
+		UPDATE recipients SET active = false WHERE id = 'n5';
+		UPDATE recipients SET unsubscribed = true WHERE id = 'n15006';
+		INSERT INTO type_preferences (recipient_id, type_key, mode) VALUES ('n19007', 'post', 'never'), ('n8', 'post', 'immediate')`); err != nil {
+		t.Fatal(err)
+	}
+	// Into batches of its own: a chunk joining batches another event
+	// opened would have the later chunks read again.
+	again := newInlineEvent("post", 20_001)
+	again.BatchKey = "thread-2"
+	res, err := b.engine.Ingest(ctx, 1, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notifications != 19_998 || res.Suppressed != 3 {
+		t.Errorf("answer: %d notifications, %d suppressed; want 19998 and 3", res.Notifications, res.Suppressed)
+	}
+	for _, id := range []string{"n5", "n15006", "n19007"} {
+		if notes, skips := b.notified(t, id); notes != 1 || skips != 1 {
+			t.Errorf("%s: %d notifications and %d skips, want the first event's and a skip", id, notes, skips)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM batches WHERE recipient_id = 'n8' AND mode = 'immediate'`); n != 1 {
+		t.Error("n8 chose immediate, but its notification is not in an immediate batch")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -570,7 +571,8 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, 
 		return nil, (&member{ingestCall: call}).unknownRecipient(unknown)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sa := &savedAhead{refs: rs, order: order, chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks))}
+	sa := &savedAhead{refs: rs, order: order, chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks)),
+		room: make(chan struct{}, savedAheadAtMost), taken: make([]atomic.Bool, len(chunks))}
 	for k := range sa.done {
 		sa.done[k] = make(chan struct{})
 	}
@@ -579,7 +581,13 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, 
 		defer close(ended)
 		defer releaseWaiting(ctx, c)
 		for k := range chunks {
-			sa.chunks[k] = sa.save(ctx, c, k, call.typ.Key)
+			select {
+			case sa.room <- struct{}{}:
+				sa.chunks[k] = sa.save(ctx, c, k, call.typ.Key)
+				sa.chunks[k].room = true
+			case <-ctx.Done():
+				sa.chunks[k].err = ctx.Err()
+			}
 			close(sa.done[k])
 			if err := sa.chunks[k].err; err != nil {
 				// A chunk not saved leaves the later ones to the
@@ -604,18 +612,24 @@ type savedAhead struct {
 	// chunks[k] is how chunk k was saved, once done[k] is closed.
 	chunks []chunkSaved
 	done   []chan struct{}
-	stop   func()
+	// room holds a place for each chunk saved and not yet taken (take,
+	// saveIn), so that the settings known of saved chunks are held for
+	// savedAheadAtMost of them at a time.
+	room  chan struct{}
+	taken []atomic.Bool
+	stop  func()
 	// inTx says the transaction saved the chunks left (saveIn).
 	inTx bool
 }
 
-// chunkSaved is how saveAhead saved one chunk. like is set when every
-// recipient of the chunk was given inline and copied in as new
-// (db.SaveRecipientsFor). err is a lock timeout when the chunk was not
-// saved and the transaction must save it itself.
+// chunkSaved is how saveAhead saved one chunk: known holds the settings
+// of its recipients when every one was given inline and the save knows
+// them (db.SaveRecipientsFor). err is a lock timeout when the chunk was
+// not saved and the transaction must save it itself.
 type chunkSaved struct {
-	like *db.RecipientSettings
-	err  error
+	known db.Saved
+	err   error
+	room  bool // it holds a place in savedAhead.room
 }
 
 // save saves the inline recipients of chunk k in a transaction of its
@@ -627,10 +641,10 @@ func (sa *savedAhead) save(ctx context.Context, c *pgxpool.Conn, k int, typeKey 
 		return s
 	}
 	if !whole {
-		typeKey = "" // settings are read back for a chunk naming stored recipients
+		typeKey = "" // settings are read back for a chunk naming recipients by id
 	}
 	s.err = pgx.BeginTxFunc(ctx, c, pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) (err error) {
-		s.like, err = db.SaveRecipientsFor(ctx, tx, inline, typeKey)
+		s.known, err = db.SaveRecipientsFor(ctx, tx, inline, typeKey)
 		return err
 	})
 	return s
@@ -649,14 +663,33 @@ func (sa *savedAhead) inline(k int) (inline []db.InlineRecipient, whole bool) {
 	return inline, len(inline) == len(places)
 }
 
-// wait returns how chunk k was saved, once it is.
-func (sa *savedAhead) wait(ctx context.Context, k int) chunkSaved {
+// savedAheadAtMost is how many chunks saveAhead saves before the first of
+// them is taken: each may hold 10,000 recipients' settings.
+const savedAheadAtMost = 3
+
+// wait waits until chunk k is saved, and frees its place. The error is a
+// lock timeout when saveAhead gave it up.
+func (sa *savedAhead) wait(ctx context.Context, k int) error {
 	select {
 	case <-sa.done[k]:
-		return sa.chunks[k]
 	case <-ctx.Done():
-		return chunkSaved{err: ctx.Err()}
+		return ctx.Err()
 	}
+	if sa.chunks[k].room && sa.taken[k].CompareAndSwap(false, true) {
+		<-sa.room
+	}
+	return sa.chunks[k].err
+}
+
+// take waits until chunk k is saved and returns the settings its save
+// knows, which only the read ahead takes, once.
+func (sa *savedAhead) take(ctx context.Context, k int) (db.Saved, error) {
+	if err := sa.wait(ctx, k); err != nil {
+		return db.Saved{}, err
+	}
+	known := sa.chunks[k].known
+	sa.chunks[k].known = db.Saved{}
+	return known, nil
 }
 
 // saveIn makes sure chunk k is saved before tx reads it: it waits for
@@ -671,7 +704,7 @@ func (sa *savedAhead) saveIn(ctx context.Context, tx pgx.Tx, k int, late bool) e
 	if sa.inTx {
 		return nil
 	}
-	err := sa.wait(ctx, k).err
+	err := sa.wait(ctx, k)
 	switch {
 	case !db.IsLockTimeout(err):
 		return err
@@ -692,16 +725,24 @@ func (sa *savedAhead) saveIn(ctx context.Context, tx pgx.Tx, k int, late bool) e
 var errSavedLate = errors.New("recipients saved after batches")
 
 // settings are those of the recipients of chunk k, ids, when saveAhead
-// copied them all in as new, or false. They are what a read right after
+// knows them all (known), or false. They are what a read right after
 // the save would give, and the save comes after every lock the
 // transaction waited for until then; a chunk that joins another event's
 // batch, for which it may have waited, has the later chunks read again
 // (readAhead.met). A change another request makes otherwise (a
 // recipient who unsubscribes, say) is like one made just after a chunk
 // was read ahead: the flush sees it when it reads the recipient again.
-func (sa *savedAhead) settings(k int, ids []string, like *db.RecipientSettings) (map[string]db.RecipientSettings, bool) {
+func (sa *savedAhead) settings(k int, ids []string, known db.Saved) (map[string]db.RecipientSettings, bool) {
 	from := k * fanOutChunk
-	if like == nil || from+len(ids) > len(sa.order) {
+	if known.Read != nil && len(known.Read) == len(ids) {
+		for _, id := range ids {
+			if _, ok := known.Read[id]; !ok {
+				return nil, false
+			}
+		}
+		return known.Read, true
+	}
+	if known.Like == nil || from+len(ids) > len(sa.order) {
 		return nil, false
 	}
 	out := make(map[string]db.RecipientSettings, len(ids))
@@ -710,7 +751,7 @@ func (sa *savedAhead) settings(k int, ids []string, like *db.RecipientSettings) 
 		if r.ID != id {
 			return nil, false
 		}
-		out[id] = like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+		out[id] = known.Like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
 	}
 	return out, true
 }

@@ -170,17 +170,17 @@ func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool,
 			l = loaded{err: fmt.Errorf("route ahead: %v", p)}
 		}
 	}()
-	var like *db.RecipientSettings
+	var known db.Saved
 	if saved != nil {
-		s := saved.wait(ctx, k)
-		if s.err != nil {
-			return loaded{err: s.err}
+		var err error
+		if known, err = saved.take(ctx, k); err != nil {
+			return loaded{err: err}
 		}
-		if !met {
-			like = s.like
+		if met {
+			known = db.Saved{}
 		}
 	}
-	s, ok := saved.settings(k, ids, like)
+	s, ok := saved.settings(k, ids, known)
 	var err error
 	if !ok {
 		s, err = db.LoadRecipientSettings(ctx, q, ids, r.typ.Key)
