@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lull-dev/lull/db"
@@ -51,27 +52,7 @@ func TestFanOutMeetingARecipientLockedByARequestWaitingForItsBatch(t *testing.T)
 	join := `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
 		VALUES ('n0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1) ON CONFLICT DO NOTHING`
 	now := b.clock.Now()
-	for {
-		if _, err := other.Exec(ctx, `SAVEPOINT probe; SET LOCAL lock_timeout = '20ms'`); err != nil {
-			t.Fatal(err)
-		}
-		_, err := other.Exec(ctx, join, now, now.Add(5*time.Minute))
-		if _, rerr := other.Exec(ctx, `ROLLBACK TO SAVEPOINT probe`); rerr != nil {
-			t.Fatal(rerr)
-		}
-		if db.IsLockTimeout(err) {
-			break // the fan-out holds n0's batch
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Written again in order, the fan-out takes no batch until x is
-		// saved: its transaction (holding events) waits for x itself.
-		if b.exists(t, fanOutTxWaits) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.untilFanOutHolds(t, other, join, now, now.Add(5*time.Minute))
 	_, otherErr := other.Exec(ctx, join, now, now.Add(5*time.Minute))
 	if otherErr == nil {
 		otherErr = other.Commit(ctx)
@@ -125,22 +106,7 @@ func TestFanOutAndASmallEventSharingRecipientsBothGoThrough(t *testing.T) {
 	// Wait until the fan-out holds n0's batch (or, written again in
 	// order, its transaction waits for x).
 	probe := b.hold(t, `SELECT 1`)
-	for {
-		if _, err := probe.Exec(ctx, `SAVEPOINT p; SET LOCAL lock_timeout = '20ms'`); err != nil {
-			t.Fatal(err)
-		}
-		_, err := probe.Exec(ctx, openBatch, "n0", now, now.Add(5*time.Minute))
-		if _, rerr := probe.Exec(ctx, `ROLLBACK TO SAVEPOINT p`); rerr != nil {
-			t.Fatal(rerr)
-		}
-		if db.IsLockTimeout(err) || b.exists(t, fanOutTxWaits) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.untilFanOutHolds(t, probe, openBatch, "n0", now, now.Add(5*time.Minute))
 	probe.Rollback(ctx)
 	if err := gate.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -149,5 +115,30 @@ func TestFanOutAndASmallEventSharingRecipientsBothGoThrough(t *testing.T) {
 	if smallErr != nil || fanErr != nil {
 		t.Fatalf("small event: %v (deadlock: %v); fan-out: %v (deadlock: %v); want both through",
 			smallErr, isDeadlock(smallErr), fanErr, isDeadlock(fanErr))
+	}
+}
+
+// untilFanOutHolds returns once the fan-out holds the batch that sql,
+// run in tx, would join (probed under a savepoint with a short lock
+// timeout), or once the fan-out's transaction waits to save a recipient
+// itself, as it does when written again with every chunk saved first.
+func (b *testBundle) untilFanOutHolds(t *testing.T, tx pgx.Tx, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	for {
+		if _, err := tx.Exec(ctx, `SAVEPOINT probe; SET LOCAL lock_timeout = '20ms'`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tx.Exec(ctx, sql, args...)
+		if _, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT probe`); rerr != nil {
+			t.Fatal(rerr)
+		}
+		if db.IsLockTimeout(err) || b.exists(t, fanOutTxWaits) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

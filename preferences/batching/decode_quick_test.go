@@ -11,7 +11,7 @@ import (
 )
 
 // decodeWhole decodes body as the API does without DecodeQuick: unknown
-// fields refused, nothing after the value.
+// fields refused, one JSON value only.
 func decodeWhole(body []byte) (*Event, error) {
 	var ev Event
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -1,25 +1,12 @@
 package batching
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 )
-
-// decodeEvent decodes a body the way the API does: unknown fields refused,
-// one JSON value only.
-func decodeEvent(b []byte) (*Event, error) {
-	var ev Event
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ev); err != nil {
-		return nil, err
-	}
-	return &ev, nil
-}
 
 // FuzzEvent feeds arbitrary bodies through event decoding and Check. It
 // never panics; an accepted event holds 1 to MaxRecipients distinct,
@@ -52,7 +39,7 @@ func FuzzEvent(f *testing.F) {
 	}
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ev, err := decodeEvent(body)
+		ev, err := decodeWhole(body)
 		if err != nil {
 			var v *ValidationError
 			if errors.As(err, &v) {
@@ -78,7 +65,7 @@ func FuzzEvent(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted event does not encode: %v", err)
 		}
-		ev2, err := decodeEvent(again)
+		ev2, err := decodeWhole(again)
 		if err != nil {
 			t.Fatalf("an accepted event re-encoded as %s does not decode: %v", again, err)
 		}
@@ -141,14 +128,14 @@ func TestRecipientsDecodingNamesTheEntry(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := decodeEvent([]byte(c.body))
+			_, err := decodeWhole([]byte(c.body))
 			var v *ValidationError
 			if !errors.As(err, &v) || v.Errors[0].Field != c.field || !strings.Contains(v.Errors[0].Message, c.mention) {
 				t.Fatalf("decoding gave %v, want %s naming %q", err, c.field, c.mention)
 			}
 		})
 	}
-	ev, err := decodeEvent([]byte(`{"type":"t","recipients":["a",{"id":"b"}]}`))
+	ev, err := decodeWhole([]byte(`{"type":"t","recipients":["a",{"id":"b"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
