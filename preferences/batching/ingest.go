@@ -139,7 +139,11 @@ func decodeHalves(b []byte, at, before int) (Recipients, error) {
 	// The halves hold about as many entries each, split as they are at
 	// the middle byte: the first is sized for the whole list, so that the
 	// second is copied onto its end without growing either.
-	size := before*2 + before/8
+	size := min(before*2+before/8, MaxRecipients)
+	if before >= MaxRecipients {
+		// Refused at MaxRecipients by the first half, as by one pass.
+		return decodeRecipients(b, 0, 0, -1)
+	}
 	var second Recipients
 	var err2 error
 	var wg sync.WaitGroup
@@ -218,7 +222,7 @@ func decodeRecipientsInto(b []byte, from, first, n int, list Recipients) (Recipi
 		return nil, notAList()
 	}
 	for i := first; i != first+n && dec.More(); i++ {
-		if i == MaxRecipients {
+		if i >= MaxRecipients {
 			return nil, &ValidationError{Errors: []preferences.FieldError{{Field: "recipients", Message: fmt.Sprintf(
 				"has more than %d recipients; at most %d are allowed per event: send the rest in further events", MaxRecipients, MaxRecipients)}}}
 		}
@@ -705,6 +709,14 @@ func (sa *savedAhead) saveIn(ctx context.Context, tx pgx.Tx, k int, late bool) e
 		return nil
 	}
 	err := sa.wait(ctx, k)
+	// Whatever the save knew of chunk k is the read ahead's to take
+	// (take); once the transaction itself waited for the chunk, no one
+	// takes it. (Only once saved: wait may return on ctx first.)
+	select {
+	case <-sa.done[k]:
+		sa.chunks[k].known = db.Saved{}
+	default:
+	}
 	switch {
 	case !db.IsLockTimeout(err):
 		return err
