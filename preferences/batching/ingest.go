@@ -525,10 +525,14 @@ func (e *Engine) ingestOnce(ctx context.Context, call ingestCall) (res *IngestRe
 // then what the transaction reading them itself would see. Written
 // inside, they would be visible only to the transaction, so it could not
 // read its chunks ahead on a second connection (prefetch.go), and their
-// writes would hold it up as well. Their row locks are released before
-// the event takes any batch's for them, as they would be inside: every
-// ingestion locks recipients before batches, so two cannot wait for each
-// other.
+// writes would hold it up as well. A chunk's row locks on recipients are
+// released before the event takes any of that chunk's batches. Every
+// ingestion locks recipients before batches, but a fan-out holds its
+// earlier chunks' batches while a later chunk is saved: a request holding
+// one of that chunk's recipients and waiting for one of those batches
+// would wait for the fan-out, and the save for it, unseen by the
+// database. The save gives up after saveLockWait, and the event is then
+// written again with every chunk saved first (savedAhead.saveIn).
 //
 // It runs once the key is claimed: a request repeating a key still being
 // written waits for the claim and is answered as a replay, and saves

@@ -68,9 +68,9 @@ type readAhead struct {
 // prefetch starts reading chunks, in order, with a copy of r each. It
 // reads the first at once and each later one once joined says the chunk
 // before joined its batches. When saved is not nil, a chunk is read once
-// saveAhead saved it, and the settings of recipients it copied in as new
-// are not read back. It returns nil when no connection is free. The
-// caller calls stop when done.
+// saveAhead saved it, and settings its save knows (db.Saved) are not read
+// again. It returns nil when no connection is free. The caller calls stop
+// when done.
 func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, saved *savedAhead) *readAhead {
 	ctx, cancel := context.WithCancel(ctx)
 	wait, cancelWait := context.WithTimeout(ctx, prefetchWait)
