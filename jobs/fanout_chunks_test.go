@@ -42,8 +42,7 @@ func storedAudience(t *testing.T, b *testBundle, n int, typ string) *batching.Ev
 // first answer and writes nothing.
 func TestFanOutOverSeveralChunks(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	const n = 20_500
 	ev := storedAudience(t, b, n, "post")
 	ev.Key, ev.BatchKey = "post-1", "thread-1"
@@ -101,8 +100,7 @@ func TestFanOutOverSeveralChunks(t *testing.T) {
 // both notifications, and neither event waits for the other forever.
 func TestFanOutsRaceIntoTheSameBatches(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	const n = 20_001
 	first := storedAudience(t, b, n, "post")
 	second := &batching.Event{Type: "post", Actor: first.Actor, Recipients: append([]batching.RecipientRef(nil), first.Recipients...)}
@@ -128,8 +126,7 @@ func TestFanOutsRaceIntoTheSameBatches(t *testing.T) {
 // ahead, and stores nothing.
 func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	ev := storedAudience(t, b, 20_001, "post")
 	ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "nobody"})
 	refusedNaming(t, b, ev, "recipients[20001]")
@@ -162,8 +159,7 @@ func storedNoEvent(t *testing.T, b *testBundle) {
 // ids for existence is a saving no test sees: the inline ones exist.)
 func TestInlineFanOutNamesAnUnknownID(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	b.recipient(t, "known", "UTC")
 	var rs []batching.RecipientRef
 	for i := range 10_001 {
@@ -190,8 +186,7 @@ func TestInlineFanOutNamesAnUnknownID(t *testing.T) {
 // and must not save them again over what changed since.
 func TestInlineFanOutReplayLeavesItsRecipientsAlone(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	var rs []batching.RecipientRef
 	for i := range 10_001 {
 		id := fmt.Sprintf("in%05d", i)
@@ -221,8 +216,7 @@ func TestInlineFanOutReplayLeavesItsRecipientsAlone(t *testing.T) {
 // than wait for one that the events holding them may never give back.
 func TestFanOutWithOneConnectionLeft(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	ev := storedAudience(t, b, 20_001, "post")
 	ctx := context.Background()
 	for range b.db.Pool.Config().MaxConns - 1 {
@@ -309,8 +303,7 @@ func (b *testBundle) exists(t *testing.T, sql string) bool {
 // the end first, and gives its connections back.
 func TestFanOutEndsWhenTheClientGoesAway(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	ev := storedAudience(t, b, 10_001, "post")
 	ev.BatchKey = "thread-1"
 	// Reading the thread's mutes waits for this lock, so the transaction
@@ -473,8 +466,7 @@ func TestInlineFanOutRetriedWhileRunning(t *testing.T) {
 // that fan-outs holding the others may be waiting for as well.
 func TestInlineFanOutWithTwoConnectionsLeft(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	ctx := context.Background()
 	var rs []batching.RecipientRef
 	for i := range 10_001 {
@@ -600,6 +592,14 @@ func (b *testBundle) warmPool(t *testing.T, n int) {
 	}
 }
 
+// postSetup is a test bundle with the type post, in cool-down.
+func postSetup(t *testing.T) *testBundle {
+	t.Helper()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	return b
+}
+
 // notified counts id's notifications and skips.
 func (b *testBundle) notified(t *testing.T, id string) (notes, skips int) {
 	t.Helper()
@@ -612,22 +612,35 @@ func (b *testBundle) notified(t *testing.T, id string) (notes, skips int) {
 // reading them after the wait would, not as the recipients were before.
 func TestNewInlineAudienceSeesChangesMadeBeforeItsEventIsStored(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	ev := newInlineEvent("post", 20_001)
 	other := b.hold(t, `LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE`)
-	res := b.ingestWhile(t, ev, other, func() {
-		if _, err := b.db.Pool.Exec(context.Background(), `
-			INSERT INTO recipients (id, email) VALUES ('n5', 'n5@example.com'), ('n15006', 'n15006@example.com'), ('n8', 'n8@example.com'), ('n19007', 'n19007@example.com') ON CONFLICT (id) DO NOTHING;
-			UPDATE recipients SET active = false WHERE id = 'n5';
-			UPDATE recipients SET unsubscribed = true WHERE id = 'n15006';
-			INSERT INTO type_preferences (recipient_id, type_key, mode) VALUES ('n19007', 'post', 'never'), ('n8', 'post', 'immediate')`); err != nil {
-			t.Fatal(err)
-		}
-	}, false)
+	res := b.ingestWhile(t, ev, other, func() { b.changeFour(t) }, false)
+	b.routedFour(t, res, 0)
+}
+
+// changeFour changes four recipients of newInlineEvent's audience,
+// creating them if need be: n5 deactivated, n15006 unsubscribed, n19007
+// choosing never for the type post and n8 immediate.
+func (b *testBundle) changeFour(t *testing.T) {
+	t.Helper()
+	if _, err := b.db.Pool.Exec(context.Background(), `
+		INSERT INTO recipients (id, email) VALUES ('n5', 'n5@example.com'), ('n15006', 'n15006@example.com'), ('n8', 'n8@example.com'), ('n19007', 'n19007@example.com') ON CONFLICT (id) DO NOTHING;
+		UPDATE recipients SET active = false WHERE id = 'n5';
+		UPDATE recipients SET unsubscribed = true WHERE id = 'n15006';
+		INSERT INTO type_preferences (recipient_id, type_key, mode) VALUES ('n19007', 'post', 'never'), ('n8', 'post', 'immediate')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// routedFour checks that a fan-out to newInlineEvent's 20,001 recipients
+// (res) was routed after changeFour: three skipped, each with earlier
+// notifications from events before it, and n8 in an immediate batch.
+func (b *testBundle) routedFour(t *testing.T, res *batching.IngestResult, earlier int) {
+	t.Helper()
 	for _, id := range []string{"n5", "n15006", "n19007"} {
-		if notes, skips := b.notified(t, id); notes != 0 || skips != 1 {
-			t.Errorf("%s: %d notifications and %d skips, want none and a skip", id, notes, skips)
+		if notes, skips := b.notified(t, id); notes != earlier || skips != 1 {
+			t.Errorf("%s: %d notifications and %d skips, want %d and a skip", id, notes, skips, earlier)
 		}
 	}
 	if mode := b.count(t, `SELECT count(*) FROM batches WHERE recipient_id = 'n8' AND mode = 'immediate'`); mode != 1 {
@@ -689,14 +702,13 @@ func TestNewInlineAudienceRereadsAfterMeetingAnotherEvent(t *testing.T) {
 
 // A schema change that takes recipients, then events (as a migration
 // altering both in one transaction would), meets a fan-out whose
-// transaction holds events while its recipients are saved on other
-// connections. Those give up waiting and the transaction saves the
+// transaction holds events while its recipients are saved on another
+// connection. That gives up waiting and the transaction saves the
 // recipients itself, where PostgreSQL sees the cycle and refuses one of
 // the two as a deadlock instead of both waiting for ever.
 func TestFanOutSaveAndSchemaChangeDoNotWaitForEver(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	b.warmPool(t, 6)
 	ctx := context.Background()
 	ddl := b.hold(t, `SET lock_timeout = '60s'; LOCK TABLE recipients IN SHARE MODE`)
@@ -728,8 +740,7 @@ func TestFanOutSaveAndSchemaChangeDoNotWaitForEver(t *testing.T) {
 // gets the address the event gives.
 func TestFanOutSavesTheRestItselfWhenItsSaveGivesUp(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	b.warmPool(t, 6)
 	ev := newInlineEvent("post", 30_001)
 	held := secondChunkID(ev)
@@ -758,23 +769,18 @@ func TestFanOutSavesTheRestItselfWhenItsSaveGivesUp(t *testing.T) {
 
 // A fan-out to an inline audience stored already, whose fields it
 // changes none of, into batches of its own, routes each recipient by its
-// settings as the save read them: one deactivated, one unsubscribed and one who chose never for the
-// type are skipped, and one who chose immediate gets an immediate batch.
+// settings as the save read them: one deactivated, one unsubscribed and
+// one who chose never for the type are skipped, and one who chose
+// immediate gets an immediate batch.
 func TestStoredInlineAudienceRoutesAsSaved(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	b.warmPool(t, 6)
 	ctx := context.Background()
 	if _, err := b.engine.Ingest(ctx, 1, newInlineEvent("post", 20_001)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.db.Pool.Exec(ctx, `
-		UPDATE recipients SET active = false WHERE id = 'n5';
-		UPDATE recipients SET unsubscribed = true WHERE id = 'n15006';
-		INSERT INTO type_preferences (recipient_id, type_key, mode) VALUES ('n19007', 'post', 'never'), ('n8', 'post', 'immediate')`); err != nil {
-		t.Fatal(err)
-	}
+	b.changeFour(t)
 	// Into batches of its own: a chunk joining batches another event
 	// opened would have the later chunks read again.
 	again := newInlineEvent("post", 20_001)
@@ -783,15 +789,5 @@ func TestStoredInlineAudienceRoutesAsSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Notifications != 19_998 || res.Suppressed != 3 {
-		t.Errorf("answer: %d notifications, %d suppressed; want 19998 and 3", res.Notifications, res.Suppressed)
-	}
-	for _, id := range []string{"n5", "n15006", "n19007"} {
-		if notes, skips := b.notified(t, id); notes != 1 || skips != 1 {
-			t.Errorf("%s: %d notifications and %d skips, want the first event's and a skip", id, notes, skips)
-		}
-	}
-	if n := b.count(t, `SELECT count(*) FROM batches WHERE recipient_id = 'n8' AND mode = 'immediate'`); n != 1 {
-		t.Error("n8 chose immediate, but its notification is not in an immediate batch")
-	}
+	b.routedFour(t, res, 1)
 }

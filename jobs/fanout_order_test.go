@@ -36,8 +36,7 @@ func isDeadlock(err error) bool {
 // as a deadlock.
 func TestFanOutMeetingARecipientLockedByARequestWaitingForItsBatch(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	b.warmPool(t, 6)
 	ctx := context.Background()
 	ev := newInlineEvent("post", 20_001)
@@ -73,8 +72,7 @@ func TestFanOutMeetingARecipientLockedByARequestWaitingForItsBatch(t *testing.T)
 // waits for x. Both go through.
 func TestFanOutAndASmallEventSharingRecipientsBothGoThrough(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	b := postSetup(t)
 	b.warmPool(t, 8)
 	ctx := context.Background()
 	fan := newInlineEvent("post", 20_001)

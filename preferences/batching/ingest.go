@@ -750,24 +750,17 @@ var errSavedLate = errors.New("recipients saved after batches")
 // was read ahead: the flush sees it when it reads the recipient again.
 func (sa *savedAhead) settings(k int, ids []string, known db.Saved) (map[string]db.RecipientSettings, bool) {
 	from := k * fanOutChunk
-	if known.Read != nil && len(known.Read) == len(ids) {
-		for _, id := range ids {
-			if _, ok := known.Read[id]; !ok {
-				return nil, false
-			}
-		}
-		return known.Read, true
-	}
-	if known.Like == nil || from+len(ids) > len(sa.order) {
+	if known.Like == nil && known.Read == nil || from+len(ids) > len(sa.order) {
 		return nil, false
 	}
 	out := make(map[string]db.RecipientSettings, len(ids))
 	for j, id := range ids {
 		r := sa.refs[sa.order[from+j]]
-		if r.ID != id {
+		s, ok := known.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+		if r.ID != id || !ok {
 			return nil, false
 		}
-		out[id] = known.Like.Of(db.InlineRecipient{ID: r.ID, Email: r.Email, Name: r.Name, Timezone: r.Timezone, Locale: r.Locale})
+		out[id] = s
 	}
 	return out, true
 }
