@@ -103,7 +103,7 @@ func SetBatchState(ctx context.Context, q Querier, id int64, state, reason strin
 
 // MakeDue sets a batch's close time to now, for "flush now".
 func MakeDue(ctx context.Context, q Querier, id int64, now time.Time) error {
-	_, err := q.Exec(ctx, `UPDATE batches SET closes_at = $2 WHERE id = $1 AND state = 'open'`, id, now)
+	_, err := q.Exec(ctx, `UPDATE batches SET closes_at = $2, wake_at = least(wake_at, $2) WHERE id = $1 AND state = 'open'`, id, now)
 	return err
 }
 
@@ -168,15 +168,36 @@ func collectItems(rows pgx.Rows, err error) ([]Item, error) {
 // DueBatches returns open batches whose close time has passed, oldest
 // first: the sweep's safety net for any batch whose job went missing. It
 // reads the partial index batches_due, which holds only open batches, so
-// its cost does not grow with history.
+// its cost does not grow with history. The index is by wake time, which
+// is never after the close time; a batch whose close slid past its wake
+// time is passed over here and moved on by CatchUpWakes.
 func DueBatches(ctx context.Context, q Querier, now time.Time, limit int) ([]int64, error) {
 	rows, err := q.Query(ctx, `
-		SELECT id FROM batches WHERE state = 'open' AND closes_at <= $1
-		ORDER BY closes_at LIMIT $2`, now, limit)
+		SELECT id FROM batches WHERE state = 'open' AND wake_at <= $1 AND closes_at <= $1
+		ORDER BY wake_at LIMIT $2`, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("due batches: %w", err)
 	}
 	return collectIDs(rows)
+}
+
+// CatchUpWakes moves the wake time of at most limit open batches up to
+// their close time where the close slid past now, so that DueBatches
+// does not step over them on every sweep. A joining event slides a
+// cool-down's close and leaves its wake time, the one indexed column it
+// would otherwise change, as it was. Batches another transaction holds
+// are left for the next sweep rather than waited for: an ingestion locks
+// batches in its own order, and waiting here could deadlock with it.
+func CatchUpWakes(ctx context.Context, q Querier, now time.Time, limit int) error {
+	_, err := q.Exec(ctx, `
+		UPDATE batches b SET wake_at = b.closes_at
+		FROM (SELECT id FROM batches WHERE state = 'open' AND wake_at <= $1 AND closes_at > $1
+		      ORDER BY wake_at LIMIT $2 FOR UPDATE SKIP LOCKED) s
+		WHERE b.id = s.id`, now, limit)
+	if err != nil {
+		return fmt.Errorf("catch up wake times: %w", err)
+	}
+	return nil
 }
 
 // BatchClose is a batch's id and close time.
@@ -225,13 +246,22 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
 	}
+	// With a state, the order is batches_state's, which the rows of one
+	// state have in any case: ordered by id alone, the planner may walk
+	// the primary key instead and test each row's state, reading every
+	// newer batch of other states before the page (open digests under a
+	// week of sent mail), as its estimate takes the states to be mixed.
+	order := "id DESC"
+	if f.State != "" {
+		order = "state DESC, id DESC"
+	}
 	rows, err := q.Query(ctx, `
 		SELECT `+batchColumns+` FROM batches
 		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR recipient_id = $2)
 		  AND ($3 = '' OR type_key = $3) AND ($4 = '' OR batch_key = $4)
 		  AND ($5::bigint = 0 OR id < $5)
 		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)
-		ORDER BY id DESC LIMIT $6`, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
+		ORDER BY `+order+` LIMIT $6`, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
@@ -807,23 +837,33 @@ func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []i
 // closes at once when the joins fill it, else slides to min(last event +
 // window, opened + max wait) and never earlier than it was (only the
 // caller moves a close time earlier, since it must then schedule a flush).
+// Its wake time moves only when it closes at once: a slide leaves every
+// indexed column as it was, so PostgreSQL updates the row in place
+// (a HOT update, in the room the table's fill factor leaves) instead of
+// writing a new entry in each of the batch's indexes.
 const joinOpenBatch = `
 		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
 		DO UPDATE SET item_count = b.item_count + EXCLUDED.item_count,
 		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at),
 		              closes_at = CASE
 		                  WHEN b.mode <> 'cooldown' THEN b.closes_at
-		                  WHEN EXISTS (SELECT 1 FROM notification_types t WHERE t.key = b.type_key
-		                               AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count >= t.max_items)
-		                  THEN EXCLUDED.last_event_at
+		                  WHEN ` + joinFills + ` THEN EXCLUDED.last_event_at
 		                  ELSE greatest(b.closes_at, least(
 		                      greatest(b.last_event_at, EXCLUDED.last_event_at) + b.window_ms * interval '1 millisecond',
 		                      CASE WHEN b.max_wait_ms > 0 THEN b.opened_at + b.max_wait_ms * interval '1 millisecond' END))
+		              END,
+		              wake_at = CASE
+		                  WHEN b.mode = 'cooldown' AND ` + joinFills + ` THEN least(b.wake_at, EXCLUDED.last_event_at)
+		                  ELSE b.wake_at
 		              END
 		WHERE b.closes_at > $8
 		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
 		      SELECT 1 FROM notification_types t
 		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count > t.max_items))`
+
+// joinFills says the joins fill open batch b of joinOpenBatch.
+const joinFills = `EXISTS (SELECT 1 FROM notification_types t WHERE t.key = b.type_key
+		                               AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count >= t.max_items)`
 
 // insertBatches opens a batch for each join, with counts[i] notifications
 // (one when counts is nil), then onConflict: nothing for a plain INSERT,
@@ -837,7 +877,7 @@ func insertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []i
 		return nil, nil
 	}
 	rows, err := q.Query(ctx, `
-		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at,
+		INSERT INTO batches AS b (recipient_id, batch_key, mode, type_key, window_ms, max_wait_ms, closes_at, wake_at,
 		                          opened_at, last_event_at, item_count)
 		SELECT `+newBatchRows+onConflict+`
 		RETURNING id, recipient_id, batch_key, mode, opened_at, last_event_at, closes_at,
@@ -907,7 +947,7 @@ type copier interface {
 // reservedColumns are the columns insertReserved writes, in the order of
 // reservedRows' values.
 var reservedColumns = []string{"id", "recipient_id", "batch_key", "mode", "type_key", "window_ms", "max_wait_ms",
-	"closes_at", "opened_at", "last_event_at", "item_count"}
+	"closes_at", "wake_at", "opened_at", "last_event_at", "item_count"}
 
 // reservedRows are the rows of the batches joins open, as out holds them,
 // ordered as newBatchRows orders them: by recipient and key in byte
@@ -928,7 +968,7 @@ func reservedRows(joins []BatchJoin, out []JoinedBatch, now time.Time) pgx.CopyF
 			typ = &joins[i].TypeKey
 		}
 		return []any{b.ID, b.RecipientID, b.BatchKey, b.Mode, typ, b.Window.Milliseconds(), b.MaxWait.Milliseconds(),
-			b.ClosesAt, now, now, int32(b.ItemCount)}, nil
+			b.ClosesAt, b.ClosesAt, now, now, int32(b.ItemCount)}, nil
 	})
 }
 
@@ -951,13 +991,16 @@ func reservedInOrder(joins []BatchJoin) bool {
 // from the arguments of batchArgs: the columns up to item_count, in the
 // order rows are locked in. A new batch that its joins fill closes at
 // once. The reserved ids are v.id, NULL when none were given.
-const newBatchRows = `rid, key, mode, type_key, window_ms, max_wait_ms,
-		       CASE WHEN mode = 'cooldown' AND max_items > 0 AND items >= max_items THEN $8 ELSE closes_at END,
+const newBatchRows = `rid, key, mode, type_key, window_ms, max_wait_ms, ` + newClose + `, ` + newClose + `,
 		       $8, $8, items
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[],
 		            $9::int[], $10::int[], $11::bigint[]) WITH ORDINALITY
 		     AS v(rid, key, mode, type_key, window_ms, max_wait_ms, closes_at, items, max_items, id, n)
 		ORDER BY rid COLLATE "C", key COLLATE "C", n`
+
+// newClose is a new batch's close time, and its wake time: at once when
+// its joins fill it.
+const newClose = `CASE WHEN mode = 'cooldown' AND max_items > 0 AND items >= max_items THEN $8 ELSE closes_at END`
 
 // batchArgs are the arguments of newBatchRows for joins, with counts[i]
 // notifications for joins[i] (one when counts is nil), and their Reserved
@@ -1064,13 +1107,14 @@ func openBatchArgs(joins []BatchJoin) (rids, pairs, keys []string) {
 	return rids, pairs, keys
 }
 
-// SetClosesAt moves batches' close times, in one statement.
+// SetClosesAt moves batches' close times, and their wake times with them:
+// the caller gives each a flush or a wake at its new time. One statement.
 func SetClosesAt(ctx context.Context, q Querier, ids []int64, closes []time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	_, err := q.Exec(ctx, `
-		UPDATE batches b SET closes_at = v.closes_at
+		UPDATE batches b SET closes_at = v.closes_at, wake_at = v.closes_at
 		FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, closes_at)
 		WHERE b.id = v.id`, ids, closes)
 	if err != nil {

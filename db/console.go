@@ -41,7 +41,8 @@ func DashboardStats(ctx context.Context, q Querier, since, now time.Time) (*Stat
 		  (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM d.sent_at - b.closes_at))
 		     FROM deliveries d JOIN batches b ON b.id = d.batch_id WHERE d.sent_at >= $1 AND d.state = 'sent'),
 		  (SELECT count(*) FROM batches WHERE state = 'open'),
-		  (SELECT count(*) FROM batches WHERE state = 'open' AND closes_at < $2::timestamptz + interval '1 hour')`,
+		  (SELECT count(*) FROM batches WHERE state = 'open'
+		     AND wake_at < $2::timestamptz + interval '1 hour' AND closes_at < $2::timestamptz + interval '1 hour')`,
 		since, now).Scan(&s.Events, &s.Notifications, &s.EmailsSent, &s.EmailsSaved, &s.Failures, &p50, &p99, &s.OpenBatches, &s.DueNextHour)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)

@@ -50,7 +50,11 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 		return err
 	}
 	// Batches due only a moment ago still have their own job running.
-	ids, err := db.DueBatches(ctx, w.DB.Pool, now.Add(-30*time.Second), 1000)
+	due := now.Add(-30 * time.Second)
+	if err := db.CatchUpWakes(ctx, w.DB.Pool, due, 10000); err != nil {
+		return err
+	}
+	ids, err := db.DueBatches(ctx, w.DB.Pool, due, 1000)
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,7 @@ func TestConsolePagesAndActions(t *testing.T) {
 func flushNow(t *testing.T, a *apiBundle, id int64) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() WHERE id = $1`, id); err != nil {
+	if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now(), wake_at = now() WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	job := &river.Job[jobs.FlushArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 8}, Args: jobs.FlushArgs{BatchID: id}}

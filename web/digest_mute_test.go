@@ -18,7 +18,7 @@ import (
 func sendDigest(t *testing.T, a *apiBundle, id int64) (db.OutboxMessage, *goquery.Document) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+	if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() - interval '1 second', wake_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	a.workFlush(t, id)

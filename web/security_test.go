@@ -337,7 +337,7 @@ func setupSecurityFixture(t *testing.T) *securityFixture {
 	sent := a.mustCall(t, "POST", "/api/v1/events", `{"type":"comment","batch_key":"b2","actor":{"id":"x","name":"X"},"recipients":["u_bob"]}`, 202)
 	sentID := int64(sent["batches"].([]any)[0].(map[string]any)["id"].(float64))
 	job := &river.Job[jobs.FlushArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 8}, Args: jobs.FlushArgs{BatchID: sentID}}
-	a.db.Pool.Exec(context.Background(), `UPDATE batches SET closes_at = now() WHERE id = $1`, sentID)
+	a.db.Pool.Exec(context.Background(), `UPDATE batches SET closes_at = now(), wake_at = now() WHERE id = $1`, sentID)
 	if err := a.flush.Work(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}

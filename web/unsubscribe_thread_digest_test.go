@@ -38,7 +38,7 @@ func TestMutedThreadStaysOutOfDigests(t *testing.T) {
 	mute()
 	due := func(id int64) {
 		t.Helper()
-		if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+		if _, err := a.db.Pool.Exec(ctx, `UPDATE batches SET closes_at = now() - interval '1 second', wake_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
 			t.Fatal(err)
 		}
 		a.workFlush(t, id)

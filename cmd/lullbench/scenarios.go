@@ -333,7 +333,8 @@ func (b *bench) dueAt(ctx context.Context, prefix string, perSecond int) (waveRe
 	}
 	lullCPU, pgCPU := b.cpuSeconds()
 	at := time.Now().Add(10 * time.Second)
-	if _, err := tx.Exec(ctx, `UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n)
+	if _, err := tx.Exec(ctx, `UPDATE batches b SET closes_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n),
+		                     wake_at = $1::timestamptz + make_interval(secs => $2::float8 * due.n)
 		FROM due WHERE b.id = due.batch_id`, at, spacing); err != nil {
 		return waveResult{}, err
 	}
@@ -435,7 +436,7 @@ func (b *bench) growth(ctx context.Context) error {
 		b.conn.Exec(ctx, `INSERT INTO naive_notifications SELECT 'r' || i, now() - interval '10 minutes', false FROM generate_series(1, 1000) AS i`)
 		b.conn.Exec(ctx, `ANALYZE`)
 		have = size
-		lullCost, err := b.timeQuery(ctx, `SELECT id FROM batches WHERE state = 'open' AND closes_at <= now() ORDER BY closes_at LIMIT 1000`)
+		lullCost, err := b.timeQuery(ctx, `SELECT id FROM batches WHERE state = 'open' AND wake_at <= now() AND closes_at <= now() ORDER BY wake_at LIMIT 1000`)
 		if err != nil {
 			return err
 		}
