@@ -856,14 +856,19 @@ const joinOpenBatch = `
 		                  WHEN b.mode = 'cooldown' AND ` + joinFills + ` THEN least(b.wake_at, EXCLUDED.last_event_at)
 		                  ELSE b.wake_at
 		              END
-		WHERE b.closes_at > $8
-		  AND (b.mode <> 'cooldown' OR NOT EXISTS (
-		      SELECT 1 FROM notification_types t
-		      WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count > t.max_items))`
+		WHERE b.closes_at > $8 AND (b.mode <> 'cooldown' OR NOT ` + joinOverfills + `)`
 
-// joinFills says the joins fill open batch b of joinOpenBatch.
-const joinFills = `EXISTS (SELECT 1 FROM notification_types t WHERE t.key = b.type_key
-		                               AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count >= t.max_items)`
+// joinFills says the joins fill open batch b of joinOpenBatch, and
+// joinOverfills that they would take it past max_items. Each asks first
+// whether b's type has a max_items at all, in a list PostgreSQL reads
+// once a statement (a hashed subplan), so that the type is looked up for
+// each row only when it has one: three lookups a row were a quarter of
+// the time the upsert took to join 10,000 open batches.
+const (
+	joinFills     = `(b.type_key IN (SELECT key FROM notification_types WHERE max_items > 0) AND EXISTS (` + typeCap + ` >= t.max_items))`
+	joinOverfills = `(b.type_key IN (SELECT key FROM notification_types WHERE max_items > 0) AND EXISTS (` + typeCap + ` > t.max_items))`
+	typeCap       = `SELECT 1 FROM notification_types t WHERE t.key = b.type_key AND t.max_items > 0 AND b.item_count + EXCLUDED.item_count`
+)
 
 // insertBatches opens a batch for each join, with counts[i] notifications
 // (one when counts is nil), then onConflict: nothing for a plain INSERT,
