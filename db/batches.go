@@ -241,19 +241,13 @@ type BatchFilter struct {
 }
 
 // ListBatches returns batches newest first, keyset-paged by id so a page
-// deep in millions of rows costs the same as the first.
+// deep in millions of rows costs the same as the first. It is planned for
+// the filter it is given (listPlan), so that a page of open batches reads
+// the index of open batches (batches_open), whose predicate a plan made
+// for any state cannot use.
 func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error) {
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
-	}
-	// With a state, the order is batches_state's, which the rows of one
-	// state have in any case: ordered by id alone, the planner may walk
-	// the primary key instead and test each row's state, reading every
-	// newer batch of other states before the page (open digests under a
-	// week of sent mail), as its estimate takes the states to be mixed.
-	order := "id DESC"
-	if f.State != "" {
-		order = "state DESC, id DESC"
 	}
 	rows, err := q.Query(ctx, `
 		SELECT `+batchColumns+` FROM batches
@@ -261,7 +255,7 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 		  AND ($3 = '' OR type_key = $3) AND ($4 = '' OR batch_key = $4)
 		  AND ($5::bigint = 0 OR id < $5)
 		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)
-		ORDER BY `+order+` LIMIT $6`, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
+		ORDER BY id DESC LIMIT $6`, listPlan, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}

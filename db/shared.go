@@ -16,12 +16,13 @@ import (
 // recipients in zone with locale are asked for: others' emails read
 // differently, and locking their batches would only hold up their own
 // flushes. Batches in exclude are already in hand. Nothing is locked:
-// the caller locks what it takes with LockFreeForFlush.
+// the caller locks what it takes with LockFreeForFlush. The wake time,
+// never after the close, lets the open ones be found in batches_due.
 func SharedSiblings(ctx context.Context, q Querier, typeKey, batchKey string, exclude []int64, jobID int64, zone, locale string, now time.Time, limit int) ([]int64, error) {
 	rows, err := q.Query(ctx, `
 		SELECT b.id FROM batches b JOIN recipients r ON r.id = b.recipient_id
 		WHERE b.type_key = $1 AND b.batch_key = $2 AND b.id <> ALL($3)
-		  AND ((b.state = 'open' AND b.closes_at <= $5)
+		  AND ((b.state = 'open' AND b.wake_at <= $5 AND b.closes_at <= $5)
 		       OR (b.state = 'flushing' AND (b.flush_job_id = $4 OR b.flush_job_id IS NULL)))
 		  AND r.timezone = $7 AND r.locale = $8
 		ORDER BY b.id LIMIT $6`, typeKey, batchKey, exclude, jobID, now, limit, zone, locale)
