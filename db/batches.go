@@ -488,11 +488,34 @@ func MarkFresh(ctx context.Context, q Querier, joins []BatchJoin) (bool, error) 
 	if len(ids) != len(joins) {
 		return false, nil
 	}
+	markReserved(joins, ids)
+	return true, nil
+}
+
+// MarkNew is MarkFresh for joins whose recipients the caller has just
+// created (a COPY that met none stored): they had no batch to find, so it
+// only reserves the ids. A batch another event opened for one of them
+// since is met as any stale hint is (JoinBatches).
+func MarkNew(ctx context.Context, q Querier, joins []BatchJoin) error {
+	rows, err := q.Query(ctx, `SELECT nextval('batches_id_seq') FROM generate_series(1, $1)`, len(joins))
+	if err != nil {
+		return fmt.Errorf("reserve batch ids: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("reserve batch ids: %w", err)
+	}
+	markReserved(joins, ids)
+	return nil
+}
+
+// markReserved gives each join its id, in order, and marks those that
+// would open a batch to share Fresh.
+func markReserved(joins []BatchJoin, ids []int64) {
 	for i := range joins {
 		joins[i].Fresh = joins[i].Mode != "immediate"
 		joins[i].Reserved = ids[i]
 	}
-	return true, nil
 }
 
 func isImmediate(j BatchJoin) bool { return j.Mode == "immediate" }

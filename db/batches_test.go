@@ -254,3 +254,28 @@ func TestFreshJoinsRacingUpserts(t *testing.T) {
 		}
 	}
 }
+
+// MarkNew reserves an id for each join, in order, without asking for
+// open batches, and marks those that would share a batch Fresh: the
+// joins then open their batches with those ids.
+func TestMarkNewReservesIdsInOrder(t *testing.T) {
+	t.Parallel()
+	d, ctx, now := freshDB(t), context.Background(), freshNow
+	joins := []db.BatchJoin{freshJoin("ann", now, false), {RecipientID: "ben", BatchKey: "task", Mode: "immediate"}, freshJoin("cy", now, false)}
+	if err := db.MarkNew(ctx, d.Pool, joins); err != nil {
+		t.Fatal(err)
+	}
+	if !joins[0].Fresh || joins[1].Fresh || !joins[2].Fresh {
+		t.Fatalf("marked %v %v %v; want ann and cy, not ben's immediate join", joins[0].Fresh, joins[1].Fresh, joins[2].Fresh)
+	}
+	if !(0 < joins[0].Reserved && joins[0].Reserved < joins[1].Reserved && joins[1].Reserved < joins[2].Reserved) {
+		t.Fatalf("reserved ids %d, %d, %d; want three, ascending", joins[0].Reserved, joins[1].Reserved, joins[2].Reserved)
+	}
+	out, err := joinInTx(ctx, d, []db.BatchJoin{joins[0], joins[2]}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].Inserted || !out[1].Inserted || out[0].ID != joins[0].Reserved || out[1].ID != joins[2].Reserved {
+		t.Errorf("new joins: %+v; want two new batches with ids %d and %d", out, joins[0].Reserved, joins[2].Reserved)
+	}
+}

@@ -218,3 +218,53 @@ func TestRefusedFanOutsKeepTheirConnections(t *testing.T) {
 		t.Fatalf("20 refused fan-outs made the pool open %d new connections: each read cut off was closed", n)
 	}
 }
+
+// A fan-out to new inline recipients opens its first chunk's batches
+// with the ids it reserved, without asking whether any is open (its save
+// just created the recipients), and still meets a batch another event
+// opened for one of them meanwhile: the COPY waits for that event, and
+// once it commits the fan-out joins its batch.
+func TestNewInlineAudienceMeetsABatchOpenedSince(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	const n = 20_001
+	ev := newInlineEvent("post", n)
+	ids := make([]string, n)
+	for i, r := range ev.Recipients {
+		ids[i] = r.ID
+	}
+	slices.Sort(ids)
+	victim := ids[5_000]
+	now := b.clock.Now()
+	other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, wake_at, window_ms, item_count)
+		VALUES ($1, 'post', 'post', 'cooldown', $2, $2, $3, $3, 300000, 1)`, victim, now.Add(-time.Minute), now.Add(4*time.Minute))
+	var otherID int64
+	if err := other.QueryRow(ctx, `SELECT id FROM batches WHERE recipient_id = $1`, victim).Scan(&otherID); err != nil {
+		t.Fatal(err)
+	}
+	res, err, q := dbtest.EndWhileBlocked(t, b.db, other, true, func() (*batching.IngestResult, error) {
+		return b.engine.Ingest(ctx, 1, ev)
+	})
+	if !strings.HasPrefix(q, `copy "batches"`) {
+		t.Errorf("the fan-out waited in %q, not the COPY of its first chunk's batches", q)
+	}
+	if err != nil {
+		t.Fatalf("fan-out: %v", err)
+	}
+	if res.Notifications != n || len(res.Batches) != n {
+		t.Fatalf("%d notifications in %d batches, want %d", res.Notifications, len(res.Batches), n)
+	}
+	for _, ref := range res.Batches {
+		if ref.Recipient == victim && ref.ID != otherID {
+			t.Errorf("the answer puts %s's notification in batch %d, want the other event's %d", victim, ref.ID, otherID)
+		}
+	}
+	if got := b.count(t, `SELECT item_count FROM batches WHERE id = $1`, otherID); got != 2 {
+		t.Errorf("%s's batch holds %d items, want 2", victim, got)
+	}
+	if got := b.count(t, `SELECT count(*) FROM batches WHERE state = 'open'`); got != n {
+		t.Errorf("%d open batches, want %d", got, n)
+	}
+}

@@ -159,7 +159,8 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 // reads its settings unless the save gave them and no chunk before met
 // another event's batch (met); routes it; and, when asked to probe, marks
 // its joins Fresh if none of its recipients has a batch open (db.MarkFresh),
-// with an id reserved for each: the transaction then opens their batches
+// with an id reserved for each (and marks them so unasked when the save
+// created every recipient of the chunk, db.MarkNew): the transaction then opens their batches
 // with a plain INSERT of those ids and reads nothing back
 // (db.JoinBatches), and a batch opened since makes it upsert them. It
 // runs outside the request's goroutine, where the server's recovery from
@@ -192,10 +193,16 @@ func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool,
 		return loaded{err: err}
 	}
 	l = loaded{settings: s, routed: &r}
-	if probe {
-		if l.fresh, err = db.MarkFresh(ctx, q, r.joins); err != nil {
-			return loaded{err: err}
-		}
+	switch {
+	case known.Like != nil:
+		// The save created every recipient of the chunk: none had a
+		// batch to probe for, the first chunk's included.
+		l.fresh, err = true, db.MarkNew(ctx, q, r.joins)
+	case probe:
+		l.fresh, err = db.MarkFresh(ctx, q, r.joins)
+	}
+	if err != nil {
+		return loaded{err: err}
 	}
 	return l
 }
