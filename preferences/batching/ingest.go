@@ -580,7 +580,7 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	sa := &savedAhead{refs: rs, order: order, chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks)),
-		room: make(chan struct{}, savedAheadAtMost), taken: make([]atomic.Bool, len(chunks))}
+		room: make(chan struct{}, savedAheadAtMost), taken: make([]atomic.Bool, len(chunks)), joins: make(chan struct{}, len(chunks))}
 	for k := range sa.done {
 		sa.done[k] = make(chan struct{})
 	}
@@ -589,12 +589,19 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, 
 		defer close(ended)
 		defer releaseWaiting(ctx, c)
 		for k := range chunks {
-			select {
-			case sa.room <- struct{}{}:
+			err := sa.afterMet(ctx, k)
+			if err == nil {
+				select {
+				case sa.room <- struct{}{}:
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+			if err == nil {
 				sa.chunks[k] = sa.save(ctx, c, k, call.typ.Key)
 				sa.chunks[k].room = true
-			case <-ctx.Done():
-				sa.chunks[k].err = ctx.Err()
+			} else {
+				sa.chunks[k].err = err
 			}
 			close(sa.done[k])
 			if err := sa.chunks[k].err; err != nil {
@@ -628,6 +635,11 @@ type savedAhead struct {
 	stop  func()
 	// inTx says the transaction saved the chunks left (saveIn).
 	inTx bool
+	// joined counts the chunks whose batches the transaction joined, and
+	// joins wakes the save at each; metAt is joined's count once a chunk
+	// joined batches another event had opened (0 while none did).
+	joined, metAt atomic.Int32
+	joins         chan struct{}
 }
 
 // chunkSaved is how saveAhead saved one chunk: known holds the settings
@@ -638,6 +650,10 @@ type chunkSaved struct {
 	known db.Saved
 	err   error
 	room  bool // it holds a place in savedAhead.room
+	// after is how many chunks the transaction had joined when the save
+	// began: known is what the transaction may route by only when every
+	// chunk that met another event's batch was joined by then (current).
+	after int32
 }
 
 // save saves the inline recipients of chunk k in a transaction of its
@@ -651,6 +667,7 @@ func (sa *savedAhead) save(ctx context.Context, c *pgxpool.Conn, k int, typeKey 
 	if !whole {
 		typeKey = "" // settings are read back for a chunk naming recipients by id
 	}
+	s.after = sa.joined.Load()
 	s.err = pgx.BeginTxFunc(ctx, c, pgx.TxOptions{BeginQuery: db.AsyncCommitBegin}, func(tx pgx.Tx) (err error) {
 		s.known, err = db.SaveRecipientsFor(ctx, tx, inline, typeKey)
 		return err
@@ -674,6 +691,48 @@ func (sa *savedAhead) inline(k int) (inline []db.InlineRecipient, whole bool) {
 // savedAheadAtMost is how many chunks saveAhead saves before the first of
 // them is taken: each may hold 10,000 recipients' settings.
 const savedAheadAtMost = 3
+
+// joinedChunk tells the save that the transaction joined a chunk's
+// batches, and whether it met batches another event had opened (for
+// which it may have waited). sa may be nil.
+func (sa *savedAhead) joinedChunk(met bool) {
+	if sa == nil {
+		return
+	}
+	n := sa.joined.Add(1)
+	if met {
+		sa.metAt.Store(n)
+	}
+	select {
+	case sa.joins <- struct{}{}:
+	default:
+	}
+}
+
+// afterMet waits, once a chunk met another event's batches, until the
+// transaction has joined the chunks before chunk k: the transaction may
+// have waited for that event, which may have changed recipients of later
+// chunks, and a save that reads them only after the transaction's wait
+// gives settings the transaction can route by (current). Before any
+// chunk met one, the save keeps ahead.
+func (sa *savedAhead) afterMet(ctx context.Context, k int) error {
+	for sa.metAt.Load() > 0 && sa.joined.Load() < int32(k) {
+		select {
+		case <-sa.joins:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// current says whether the settings saved with chunk k are what the
+// transaction may route it by: its save began after every chunk that
+// met another event's batches was joined. It is asked once the chunks
+// before k are joined, so no later chunk can change the answer.
+func (sa *savedAhead) current(k int) bool {
+	return sa.metAt.Load() <= sa.chunks[k].after
+}
 
 // wait waits until chunk k is saved, and frees its place. The error is a
 // lock timeout when saveAhead gave it up.
@@ -743,9 +802,11 @@ var errSavedLate = errors.New("recipients saved after batches")
 // settings are those of the recipients of chunk k, ids, when saveAhead
 // knows them all (known), or false. They are what a read right after
 // the save would give, and the save comes after every lock the
-// transaction waited for until then; a chunk that joins another event's
-// batch, for which it may have waited, has the later chunks read again
-// (readAhead.met). A change another request makes otherwise (a
+// transaction waited for until then: a chunk saved before the
+// transaction joined another event's batch, for which it may have
+// waited, is read again (current), and once one did, each later chunk is
+// saved only after the chunks before it are joined (afterMet). A change
+// another request makes otherwise (a
 // recipient who unsubscribes, say) is like one made just after a chunk
 // was read ahead: the flush sees it when it reads the recipient again.
 func (sa *savedAhead) settings(k int, ids []string, known db.Saved) (map[string]db.RecipientSettings, bool) {
@@ -885,11 +946,13 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 	}
 	if ahead != nil {
 		defer ahead.stop()
+	}
+	if ahead != nil || saved != nil {
 		in.joined = func(met bool) {
-			if met {
-				ahead.met.Store(true)
+			saved.joinedChunk(met)
+			if ahead != nil {
+				ahead.joined <- struct{}{}
 			}
-			ahead.joined <- struct{}{}
 		}
 	}
 	if len(ids) > fanOutChunk {
@@ -923,7 +986,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			}
 			if pre == nil {
 				ahead.stop()
-				ahead, in.joined = nil, nil
+				ahead = nil
 			}
 		}
 		if pre == nil && saved != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/lull-dev/lull/db"
@@ -57,12 +56,7 @@ type loaded struct {
 type readAhead struct {
 	next   chan loaded   // each chunk's settings and route, in order
 	joined chan struct{} // the transaction joined a chunk's batches
-	// met says a chunk joined batches some other event had opened: the
-	// transaction may have waited for that event, which may have changed
-	// recipients of later chunks, so their settings are read again rather
-	// than taken from their save.
-	met  atomic.Bool
-	stop func()
+	stop   func()
 }
 
 // prefetch starts reading chunks, in order, with a copy of r each. It
@@ -108,7 +102,7 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, save
 				}
 			}
 			probe := i > 0 && fresh
-			l := load(ctx, conn, ids, r, probe, saved, i, ra.met.Load())
+			l := load(ctx, conn, ids, r, probe, saved, i)
 			if probe {
 				fresh = l.fresh
 			}
@@ -156,8 +150,8 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 }
 
 // load waits for saveAhead to save chunk k, ids, when saved is not nil;
-// reads its settings unless the save gave them and no chunk before met
-// another event's batch (met); routes it; and, when asked to probe, marks
+// reads its settings unless the save gave them as they are now
+// (savedAhead.current); routes it; and, when asked to probe, marks
 // its joins Fresh if none of its recipients has a batch open (db.MarkFresh),
 // with an id reserved for each (and marks them so unasked when the save
 // created every recipient of the chunk, db.MarkNew): the transaction then opens their batches
@@ -165,7 +159,7 @@ func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 // (db.JoinBatches), and a batch opened since makes it upsert them. It
 // runs outside the request's goroutine, where the server's recovery from
 // a panic does not reach: a panic fails the event instead of the process.
-func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool, saved *savedAhead, k int, met bool) (l loaded) {
+func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool, saved *savedAhead, k int) (l loaded) {
 	defer func() {
 		if p := recover(); p != nil {
 			l = loaded{err: fmt.Errorf("route ahead: %v", p)}
@@ -177,7 +171,7 @@ func load(ctx context.Context, q db.Querier, ids []string, r router, probe bool,
 		if known, err = saved.take(ctx, k); err != nil {
 			return loaded{err: err}
 		}
-		if met {
+		if !saved.current(k) {
 			known = db.Saved{}
 		}
 	}
