@@ -6,4 +6,5 @@ var (
 	SealQuery      = sealQuery
 	OpenBatchArgs  = openBatchArgs
 	ListPlan       = listPlan
+	PinnedDays     = pinnedDays
 )

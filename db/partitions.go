@@ -75,7 +75,10 @@ func MaintainPartitions(ctx context.Context, q Querier, cutoff time.Time) ([]str
 // pinnedDays returns the days (YYYYMMDD) among the partitions named whose
 // notifications are in a batch not yet sent or canceled. The query starts
 // from the unsent batches, which are few, and probes each day's partition
-// by its batch_id index.
+// by its batch_id index. The states are two conditions, not an IN list:
+// open batches have an index of their own (batches_open) and the others
+// are in batches_state, and PostgreSQL matches partial indexes' conditions
+// to an OR of the two, not to a list.
 func pinnedDays(ctx context.Context, q Querier, names []string) (map[string]bool, error) {
 	pinned := map[string]bool{}
 	for _, n := range names {
@@ -86,7 +89,7 @@ func pinnedDays(ctx context.Context, q Querier, names []string) (map[string]bool
 		err := q.QueryRow(ctx, fmt.Sprintf(`
 			SELECT EXISTS (
 			    SELECT 1 FROM batches b
-			    WHERE b.state IN ('open', 'flushing')
+			    WHERE (b.state = 'open' OR b.state = 'flushing')
 			      AND EXISTS (SELECT 1 FROM %s n WHERE n.batch_id = b.id))`, pgx.Identifier{n}.Sanitize())).Scan(&held)
 		if err != nil {
 			return nil, fmt.Errorf("check %s for unsent notifications: %w", n, err)
