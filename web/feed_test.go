@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,42 @@ func TestFeedAnnouncesLargeFanOutOnce(t *testing.T) {
 	if err := db.WatchFeed(ctx, a.db.Pool, "test", watched, time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	heard := feedAnnouncements(t, a, func() {
+		if status, _, p := a.raw(t, "POST", "/api/v1/events", recipientsBody(15_000, true)); status != http.StatusAccepted {
+			t.Fatalf("15,000 recipients: %d %v", status, p)
+		}
+	})
+	if len(heard) != 1 || heard[0] != "*" {
+		t.Fatalf("heard %d announcements (%v first), want one \"*\"", len(heard), heard[:min(len(heard), 3)])
+	}
+}
+
+// TestFeedAnnouncesTheWatchedOfAFanOut: an event to 15,000 recipients,
+// three of whom have a feed stream open, is announced for those three,
+// and for no one else watched.
+func TestFeedAnnouncesTheWatchedOfAFanOut(t *testing.T) {
+	t.Parallel()
+	a := hostileSetup(t)
+	ctx := context.Background()
+	watched := []string{"u_0000003", "u_0012000", "u_0014999", "u_elsewhere"}
+	if err := db.WatchFeed(ctx, a.db.Pool, "test", watched, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	heard := feedAnnouncements(t, a, func() {
+		if status, _, p := a.raw(t, "POST", "/api/v1/events", recipientsBody(15_000, true)); status != http.StatusAccepted {
+			t.Fatalf("15,000 recipients: %d %v", status, p)
+		}
+	})
+	slices.Sort(heard)
+	if want := watched[:3]; !slices.Equal(heard, want) {
+		t.Fatalf("heard %v, want %v", heard, want)
+	}
+}
+
+// feedAnnouncements returns what lull announced to listening processes
+// while do ran.
+func feedAnnouncements(t *testing.T, a *apiBundle, do func()) []string {
+	ctx := context.Background()
 	conn, err := a.db.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -202,21 +239,16 @@ func TestFeedAnnouncesLargeFanOutOnce(t *testing.T) {
 	if _, err := conn.Exec(ctx, "LISTEN lull_feed"); err != nil {
 		t.Fatal(err)
 	}
-	if status, _, p := a.raw(t, "POST", "/api/v1/events", recipientsBody(15_000, true)); status != http.StatusAccepted {
-		t.Fatalf("15,000 recipients: %d %v", status, p)
-	}
+	do()
 	var heard []string
 	for {
 		wait, cancel := context.WithTimeout(ctx, time.Second)
 		n, err := conn.Conn().WaitForNotification(wait)
 		cancel()
 		if err != nil {
-			break
+			return heard
 		}
 		heard = append(heard, n.Payload)
-	}
-	if len(heard) != 1 || heard[0] != "*" {
-		t.Fatalf("heard %d announcements (%v first), want one \"*\"", len(heard), heard[:min(len(heard), 3)])
 	}
 }
 

@@ -1327,6 +1327,10 @@ func (in *ingestion) finish(ctx context.Context) error {
 			answers = append(answers, db.KeyAnswer{APIKeyID: m.apiKeyID, Key: m.ev.Key, EventID: m.id, Response: m.res})
 		}
 	}
+	notified, err := db.WatchedAmong(ctx, in.tx, notified)
+	if err != nil {
+		return err
+	}
 	return db.PipelineTx(ctx, in.tx, func(q db.Querier) error {
 		if err := db.NotifyFeed(ctx, q, notified); err != nil {
 			return err
