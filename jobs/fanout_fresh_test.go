@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -266,5 +267,26 @@ func TestNewInlineAudienceMeetsABatchOpenedSince(t *testing.T) {
 	}
 	if got := b.count(t, `SELECT count(*) FROM batches WHERE state = 'open'`); got != n {
 		t.Errorf("%d open batches, want %d", got, n)
+	}
+}
+
+// A fan-out naming new recipients inline and unknown ones by id is
+// refused naming the first unknown in the request (which sorts last),
+// and saves none of the inline recipients: the bare ids are asked once,
+// before the save, in byte order.
+func TestMixedFanOutWithUnknownIDsSavesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.saveType(t, db.Type{Key: "post", DefaultMode: "cooldown"})
+	ev := newInlineEvent("post", 20_001)
+	ev.Recipients = append([]batching.RecipientRef{{ID: "zz_nobody"}}, ev.Recipients...)
+	ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "aa_nobody"})
+	_, err := b.engine.Ingest(context.Background(), 1, ev)
+	var v *batching.ValidationError
+	if !errors.As(err, &v) || len(v.Errors) != 1 || v.Errors[0].Field != "recipients[0]" {
+		t.Fatalf("refused with %v, want recipients[0] named unknown", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM recipients WHERE id LIKE 'n%'`); n != 0 {
+		t.Fatalf("%d inline recipients of the refused event were saved", n)
 	}
 }

@@ -567,7 +567,7 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, 
 	// lock on recipients there while the save waits, it would wait for
 	// it behind a schema change queued for that lock, which waits for
 	// it, and the database would see no deadlock.
-	unknown, err := db.UnknownRecipients(ctx, c, bareIDs(rs))
+	unknown, err := db.UnknownRecipients(ctx, c, bareIDs(rs, order))
 	if err != nil || len(unknown) > 0 {
 		releaseWaiting(ctx, c)
 		if db.IsLockTimeout(err) {
@@ -955,16 +955,21 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			}
 		}
 	}
-	if len(ids) > fanOutChunk {
+	if len(ids) > fanOutChunk && saved == nil {
 		// Refuse an unknown recipient before writing any chunk, naming the
 		// first in the request, while the first chunk is read ahead: the
 		// transaction would wait for that read anyway. (A recipient created
 		// by another request between the read and the check is seen by
 		// the check only; the chunk's settings then lack it, and the event
 		// is refused naming it, as if it had come a moment earlier.)
-		// Recipients given inline were upserted by store, so only bare ids
-		// are asked.
-		unknown, err := db.UnknownRecipients(ctx, tx, bareIDs(call.ev.Recipients))
+		// Recipients given inline were saved by now, so only bare ids are
+		// asked: all of ids unless some were given inline. saveAhead, when
+		// it saves the inline ones, has asked already.
+		bare := ids
+		if saving {
+			bare = bareIDs(call.ev.Recipients, m.order)
+		}
+		unknown, err := db.UnknownRecipients(ctx, tx, bare)
 		if err == nil && len(unknown) > 0 {
 			err = m.unknownRecipient(unknown)
 		}
@@ -1119,11 +1124,14 @@ func (in *ingestion) store(ctx context.Context) error {
 	return nil
 }
 
-// bareIDs are the ids of the recipients given by id alone, in any order.
-func bareIDs(rs []RecipientRef) []string {
+// bareIDs are the ids of the recipients given by id alone, in byte order:
+// rs in the order order gives (byID). PostgreSQL then looks them up in
+// the primary key's order, page after page: 100,000 ids shuffled took it
+// 0.32 s in psql, sorted 0.2 s.
+func bareIDs(rs []RecipientRef, order []int32) []string {
 	var ids []string
-	for _, r := range rs {
-		if !r.Inline {
+	for _, i := range order {
+		if r := rs[i]; !r.Inline {
 			ids = append(ids, r.ID)
 		}
 	}
