@@ -427,9 +427,11 @@ func (r InlineRecipient) zone() string { return cmp.Or(r.Timezone, "UTC") }
 // INSERT from arrays would.
 func newRecipientRows(rs []InlineRecipient) pgx.CopyFromSource {
 	sorted := slices.SortedFunc(slices.Values(rs), func(a, b InlineRecipient) int { return strings.Compare(a.ID, b.ID) })
+	row := make([]any, 5) // filled in turn, as in copyNotifications
 	return pgx.CopyFromSlice(len(sorted), func(i int) ([]any, error) {
 		r := sorted[i]
-		return []any{r.ID, r.Email, r.Name, r.zone(), r.Locale}, nil
+		row[0], row[1], row[2], row[3], row[4] = r.ID, r.Email, r.Name, r.zone(), r.Locale
+		return row, nil
 	})
 }
 
@@ -446,32 +448,32 @@ func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient, typeK
 	for i, r := range rs {
 		ids[i] = r.ID
 	}
-	stored := map[string]InlineRecipient{}
+	// stored is what is stored of recipient id: from read when the
+	// settings were read, not copied into a map of its own.
+	var stored func(id string) (InlineRecipient, bool)
+	var found int
 	if typeKey != "" {
 		if read, err = LoadRecipientSettings(ctx, q, ids, typeKey); err != nil {
 			return nil, false, nil, err
 		}
-		for id, s := range read {
-			stored[id] = InlineRecipient{ID: id, Email: s.Email, Name: s.Name, Timezone: s.Timezone, Locale: s.Locale}
+		stored = func(id string) (InlineRecipient, bool) {
+			s, ok := read[id]
+			return InlineRecipient{ID: id, Email: s.Email, Name: s.Name, Timezone: s.Timezone, Locale: s.Locale}, ok
 		}
+		found = len(read)
 	} else {
-		rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY($1::text[])`, ids)
+		fields, err := readInline(ctx, q, ids)
 		if err != nil {
-			return nil, false, nil, fmt.Errorf("read recipients: %w", err)
+			return nil, false, nil, err
 		}
-		var r InlineRecipient
-		if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale}, func() error {
-			stored[r.ID] = r
-			return nil
-		}); err != nil {
-			return nil, false, nil, fmt.Errorf("read recipients: %w", err)
-		}
+		stored = func(id string) (InlineRecipient, bool) { r, ok := fields[id]; return r, ok }
+		found = len(fields)
 	}
-	if len(stored) == 0 {
+	if found == 0 {
 		return rs, false, read, nil
 	}
 	for _, r := range rs {
-		was, ok := stored[r.ID]
+		was, ok := stored(r.ID)
 		if ok && !r.alters(was) {
 			continue
 		}
@@ -479,6 +481,23 @@ func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient, typeK
 		changes = changes || ok
 	}
 	return writes, changes, read, nil
+}
+
+// readInline reads the stored fields of the recipients ids, by id.
+func readInline(ctx context.Context, q Querier, ids []string) (map[string]InlineRecipient, error) {
+	rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY($1::text[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read recipients: %w", err)
+	}
+	stored := map[string]InlineRecipient{}
+	var r InlineRecipient
+	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Email, &r.Name, &r.Timezone, &r.Locale}, func() error {
+		stored[r.ID] = r
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read recipients: %w", err)
+	}
+	return stored, nil
 }
 
 // alters says whether saving r over was would change it: a field given,
