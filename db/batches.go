@@ -675,21 +675,47 @@ type joinGroup struct {
 	done int
 }
 
+// groupJoins groups joins by recipient and key, in the order each group's
+// first join comes. A group's idx starts as a slice of one shared array,
+// and joins in recipient and key order (a fan-out's) are grouped by
+// comparing neighbours: a map and a slice for each of 100,000 joins were
+// a tenth of what a fan-out allocated.
 func groupJoins(joins []BatchJoin) []joinGroup {
 	groups := make([]joinGroup, 0, len(joins))
-	at := make(map[[2]string]int, len(joins))
+	places := make([]int, len(joins))
+	at := map[[2]string]int{}
+	sorted, last := true, -1 // last: the group of the last join not immediate
 	for i, j := range joins {
+		places[i] = i
 		if j.Mode == "immediate" {
-			groups = append(groups, joinGroup{idx: []int{i}})
+			groups = append(groups, joinGroup{idx: places[i : i+1 : i+1]})
 			continue
 		}
-		k := [2]string{j.RecipientID, j.BatchKey}
-		if g, ok := at[k]; ok {
-			groups[g].idx = append(groups[g].idx, i)
-			continue
+		if sorted && last >= 0 {
+			prev := joins[groups[last].idx[0]]
+			switch cmp.Or(strings.Compare(prev.RecipientID, j.RecipientID), strings.Compare(prev.BatchKey, j.BatchKey)) {
+			case 0:
+				groups[last].idx = append(groups[last].idx, i)
+				continue
+			case 1:
+				sorted = false
+				for g, gr := range groups {
+					if first := joins[gr.idx[0]]; first.Mode != "immediate" {
+						at[[2]string{first.RecipientID, first.BatchKey}] = g
+					}
+				}
+			}
 		}
-		at[k] = len(groups)
-		groups = append(groups, joinGroup{idx: []int{i}})
+		if !sorted {
+			k := [2]string{j.RecipientID, j.BatchKey}
+			if g, ok := at[k]; ok {
+				groups[g].idx = append(groups[g].idx, i)
+				continue
+			}
+			at[k] = len(groups)
+		}
+		last = len(groups)
+		groups = append(groups, joinGroup{idx: places[i : i+1 : i+1]})
 	}
 	return groups
 }
