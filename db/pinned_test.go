@@ -43,22 +43,12 @@ func TestPinnedDaysReadsOnlyUnsentBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	// The counters include what earlier transactions on this connection
-	// read, hence the difference.
-	readSoFar := func() int {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('batches'::regclass) + pg_stat_get_xact_tuples_fetched('batches'::regclass)
-			+ (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0) FROM pg_index WHERE indrelid = 'batches'::regclass)`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := readSoFar()
+	before := batchesRead(t, tx, true)
 	pinned, err := db.PinnedDays(ctx, tx, []string{part})
 	if err != nil || len(pinned) != 0 {
 		t.Fatalf("pinned %v, %v; want none (only sent batches hold notifications)", pinned, err)
 	}
-	if read := readSoFar() - before; read > 2_000 {
+	if read := batchesRead(t, tx, true) - before; read > 2_000 {
 		t.Fatalf("checking %s for unsent batches read %d batch rows and index entries; 220 of 50,220 batches are unsent", part, read)
 	}
 }

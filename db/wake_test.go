@@ -243,13 +243,7 @@ func TestSharedSiblingsReadsOnlyDueBatches(t *testing.T) {
 	if err != nil || len(ids) != 100 {
 		t.Fatalf("%d siblings, %v; want the 100 due", len(ids), err)
 	}
-	var read int
-	if err := tx.QueryRow(ctx, `
-		SELECT pg_stat_get_xact_tuples_returned('batches'::regclass) + pg_stat_get_xact_tuples_fetched('batches'::regclass)
-		     + (SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid)) FROM pg_index WHERE indrelid = 'batches'::regclass)`).Scan(&read); err != nil {
-		t.Fatal(err)
-	}
-	if read > 1000 {
+	if read := batchesRead(t, tx, true); read > 1000 {
 		t.Fatalf("finding 100 due siblings read %d batch rows and index entries", read)
 	}
 }
