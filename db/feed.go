@@ -190,18 +190,20 @@ func MarkSeen(ctx context.Context, q Querier, recipientID string, ids []int64, n
 
 // WatchedAmong narrows recipientIDs, in their order, to those some lull
 // process has a feed stream open for, when there are more than
-// watchedReadFrom of them and fewer watchers than them: NotifyFeed then
-// sends a short list instead of every recipient of a fan-out. Sent as an
-// array of 100,000 ids, the fan-out's NOTIFY statement took 50–80 ms at
-// the end of its transaction, to find the few recipients (often none)
-// with a stream open. Otherwise it returns recipientIDs as they are, and
-// NotifyFeed's own query picks the watched ones.
+// watchedReadFrom of them and at most watchedReadAtMost live watches:
+// NotifyFeed then sends a short list instead of every recipient of a
+// fan-out. Sent as an array of 100,000 ids, the fan-out's NOTIFY
+// statement took 50–80 ms at the end of its transaction, to find the few
+// recipients (often none) with a stream open. Otherwise it returns
+// recipientIDs as they are, and NotifyFeed's own query picks the watched
+// ones. It reads at most watchedReadAtMost+1 live watches, through
+// feed_watchers_live, whatever the size of the table.
 func WatchedAmong(ctx context.Context, q Querier, recipientIDs []string) ([]string, error) {
 	if len(recipientIDs) <= watchedReadFrom {
 		return recipientIDs, nil
 	}
 	rows, err := q.Query(ctx, `
-		SELECT DISTINCT recipient_id FROM feed_watchers WHERE expires_at > now() LIMIT $1`, len(recipientIDs)+1)
+		SELECT recipient_id FROM feed_watchers WHERE expires_at > now() LIMIT $1`, watchedReadAtMost+1)
 	if err != nil {
 		return nil, fmt.Errorf("feed watchers: %w", err)
 	}
@@ -209,7 +211,7 @@ func WatchedAmong(ctx context.Context, q Querier, recipientIDs []string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("feed watchers: %w", err)
 	}
-	if len(watched) > len(recipientIDs) {
+	if len(watched) > watchedReadAtMost {
 		return recipientIDs, nil
 	}
 	set := make(map[string]bool, len(watched))
@@ -225,10 +227,15 @@ func WatchedAmong(ctx context.Context, q Querier, recipientIDs []string) ([]stri
 	return out, nil
 }
 
-// watchedReadFrom is how many recipients WatchedAmong takes as they are:
-// for a few, reading the watchers first costs a round trip more than it
-// saves.
-const watchedReadFrom = 1000
+const (
+	// watchedReadFrom is how many recipients WatchedAmong takes as they
+	// are: for a few, reading the watches first costs a round trip more
+	// than it saves.
+	watchedReadFrom = 1000
+	// watchedReadAtMost is how many live watches (a recipient's streams
+	// in several processes count apart) WatchedAmong reads at most.
+	watchedReadAtMost = 1000
+)
 
 // NotifyFeed tells listening lull processes that recipients' feeds
 // changed, for the recipients some process has a stream open for (see

@@ -37,15 +37,39 @@ func TestWatchedAmongNarrowsAFanOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := db.WatchedAmong(ctx, d.Pool, ids)
+	// Watches a dead process left behind are not read.
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO feed_watchers (recipient_id, hub, expires_at)
+		SELECT 'gone' || i, 'dead', $1 FROM generate_series(1, 20000) i`, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, `ANALYZE feed_watchers`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	got, err := db.WatchedAmong(ctx, tx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"r0007", "r0700", "r1400"}; !slices.Equal(got, want) {
 		t.Fatalf("watched among 1,500: %v, want %v", got, want)
 	}
+	var read int
+	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('feed_watchers'::regclass)
+		+ (SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid)) FROM pg_index WHERE indrelid = 'feed_watchers'::regclass)`).Scan(&read); err != nil {
+		t.Fatal(err)
+	}
+	if read > 100 {
+		t.Fatalf("reading 4 live watches beside 20,000 expired ones read %d rows", read)
+	}
 	if got, err := db.WatchedAmong(ctx, d.Pool, ids[:1000]); err != nil || len(got) != 1000 {
 		t.Fatalf("1,000 recipients: %d given back (%v), want all of them", len(got), err)
+	}
+	if n, err := db.Prune(ctx, d.Pool, now.Add(-720*time.Hour)); err != nil || n["feed_watchers"] != 20_001 {
+		t.Fatalf("prune removed %d expired watches (%v), want 20,001", n["feed_watchers"], err)
 	}
 	many := make([]string, 1600)
 	for i := range many {

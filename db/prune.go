@@ -62,6 +62,12 @@ func Prune(ctx context.Context, q Querier, cutoff time.Time) (map[string]int64, 
 		return out, fmt.Errorf("prune muted_threads: %w", err)
 	}
 	out["muted_threads"] = tag.RowsAffected()
+	// A watch past its end is one a stream stopped renewing: its process
+	// closed without saying so, or died.
+	if tag, err = q.Exec(ctx, `DELETE FROM feed_watchers WHERE expires_at < now()`); err != nil {
+		return out, fmt.Errorf("prune feed_watchers: %w", err)
+	}
+	out["feed_watchers"] = tag.RowsAffected()
 	return out, nil
 }
 

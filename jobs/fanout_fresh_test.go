@@ -272,8 +272,8 @@ func TestNewInlineAudienceMeetsABatchOpenedSince(t *testing.T) {
 
 // A fan-out naming new recipients inline and unknown ones by id is
 // refused naming the first unknown in the request (which sorts last),
-// and saves none of the inline recipients: the bare ids are asked once,
-// before the save, in byte order.
+// and saves none of the inline recipients: the bare ids are asked before
+// the save (now only there, not again in the transaction).
 func TestMixedFanOutWithUnknownIDsSavesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

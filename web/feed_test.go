@@ -207,7 +207,8 @@ func TestFeedAnnouncesLargeFanOutOnce(t *testing.T) {
 
 // TestFeedAnnouncesTheWatchedOfAFanOut: an event to 15,000 recipients,
 // three of whom have a feed stream open, is announced for those three,
-// and for no one else watched.
+// and for no one else watched: what the narrowing of db.WatchedAmong
+// must keep (its own test, in db, fails when it narrows nothing).
 func TestFeedAnnouncesTheWatchedOfAFanOut(t *testing.T) {
 	t.Parallel()
 	a := hostileSetup(t)

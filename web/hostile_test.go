@@ -117,6 +117,7 @@ func TestHostileRequests(t *testing.T) {
 		{"UnknownRecipientField", "POST", "/api/v1/events", `{"type":"comment","recipients":[{"id":"u_bob","emial":"b@example.com"}]}`, 422, "recipients[0].emial", "not a known field"},
 		{"UnknownActorField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"actor":{"id":"a","nick":"A"}}`, 422, "actor.nick", "not a known field"},
 		{"UnknownRecipientsNamesFirst", "POST", "/api/v1/events", `{"type":"comment","recipients":["zz_nobody","u_bob","aa_nobody"]}`, 422, "recipients[0]", "unknown recipient"},
+		{"UnknownAfterARepeatNamedAsSent", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob","u_bob","zz_nobody"]}`, 422, "recipients[2]", "unknown recipient"},
 		{"UnknownObjectField", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"object":{"titel":"Q3"}}`, 422, "object.titel", "not a known field"},
 		{"ObjectTitleNumber", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"object":{"title":3}}`, 422, "object.title", "a string"},
 		{"UnknownTypeField", "PUT", "/api/v1/types/t2", `{"colour":"red"}`, 422, "colour", "not a known field"},

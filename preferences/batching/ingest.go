@@ -41,6 +41,10 @@ type Event struct {
 
 	// encodedData is Data as stored, encoded once by Check.
 	encodedData []byte
+	// requestPlace is where each of Recipients was first named in the
+	// request, when Check took a recipient named twice out (nil when it
+	// took none): errors name entries as the request numbers them.
+	requestPlace []int
 }
 
 // Actor is who did it.
@@ -1154,6 +1158,9 @@ func (m *member) unknownRecipient(unknown []string) error {
 	}
 	for i, r := range m.ev.Recipients {
 		if set[r.ID] {
+			if m.ev.requestPlace != nil {
+				i = m.ev.requestPlace[i]
+			}
 			return &ValidationError{Errors: []preferences.FieldError{{Field: fmt.Sprintf("recipients[%d]", i), Message: fmt.Sprintf("unknown recipient %q: create it first, or give it as an object with an email", r.ID)}}}
 		}
 	}
@@ -1329,8 +1336,10 @@ func (in *ingestion) notifications(joined []db.JoinedBatch, owners []*member) db
 }
 
 // finish announces the events to feed watchers and keeps their answers for
-// replays of their idempotency keys, in one round trip. Past a thousand
-// watched feeds the announcement is a single "*", not a thousand per chunk.
+// replays of their idempotency keys, in one round trip, after one that
+// reads the watched recipients first when there are many notified
+// (db.WatchedAmong). Past a thousand watched feeds the announcement is a
+// single "*", not a thousand per chunk.
 func (in *ingestion) finish(ctx context.Context) error {
 	var notified []string
 	var answers []db.KeyAnswer
@@ -1590,13 +1599,22 @@ func (ev *Event) Check(now time.Time, maxData int) error {
 	checkRecipients(v, ev.Recipients)
 	seen := make(map[string]int, len(ev.Recipients))
 	dedup := ev.Recipients[:0]
-	for _, r := range ev.Recipients {
+	for i, r := range ev.Recipients {
 		if j, ok := seen[r.ID]; ok {
 			dedup[j] = dedup[j].merge(r)
+			if ev.requestPlace == nil {
+				ev.requestPlace = make([]int, len(dedup), len(ev.Recipients))
+				for k := range ev.requestPlace {
+					ev.requestPlace[k] = k
+				}
+			}
 			continue
 		}
 		seen[r.ID] = len(dedup)
 		dedup = append(dedup, r)
+		if ev.requestPlace != nil {
+			ev.requestPlace = append(ev.requestPlace, i)
+		}
 	}
 	ev.Recipients = dedup
 	if ev.OccurredAt == nil {
