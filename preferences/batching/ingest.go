@@ -1697,6 +1697,17 @@ func (seen seenValues) locale(s string) (string, error) {
 	return p.canonical, p.err
 }
 
+// zone says whether name is a time zone, loaded once for each name.
+func (seen seenValues) zone(name string) bool {
+	ok, known := seen.zones[name]
+	if !known {
+		_, err := time.LoadLocation(name)
+		ok = err == nil && name != "Local"
+		seen.zones[name] = ok
+	}
+	return ok
+}
+
 // validateRecipientRef checks recipient i and returns its locale in
 // canonical form.
 func validateRecipientRef(v *ValidationError, i int, r RecipientRef, seen seenValues) string {
@@ -1725,13 +1736,7 @@ func validateRecipientRef(v *ValidationError, i int, r RecipientRef, seen seenVa
 	if len(r.Timezone) > maxZoneName {
 		v.Add(field("timezone"), fmt.Sprintf("is longer than %d bytes", maxZoneName))
 	} else if r.Timezone != "" {
-		ok, known := seen.zones[r.Timezone]
-		if !known {
-			_, err := time.LoadLocation(r.Timezone)
-			ok = err == nil && r.Timezone != "Local"
-			seen.zones[r.Timezone] = ok
-		}
-		if !ok {
+		if !seen.zone(r.Timezone) {
 			v.Add(field("timezone"), fmt.Sprintf("unknown time zone %q: use an IANA name such as Europe/Berlin", r.Timezone))
 		}
 	}
