@@ -159,6 +159,10 @@ type eventRec struct {
 	first *ingestAnswer
 	acked time.Time // when first was received
 	start time.Time // when it was first posted
+	// retried: a post went to a killed process and again to the other.
+	// Without a key the first try may have committed too: a client that
+	// retries without a key may store the event twice (reliability.md).
+	retried bool
 }
 
 type ingestAnswer struct {
@@ -512,7 +516,7 @@ func (m *model) replay(rng *rand.Rand) {
 
 func (m *model) post(rng *rand.Rand, ev *eventRec) {
 	r := &postRec{ev: ev, start: time.Now()}
-	a, _ := m.call(rng, "POST", "/api/v1/events", "application/json", ev.body)
+	a, retried := m.call(rng, "POST", "/api/v1/events", "application/json", ev.body)
 	r.end = time.Now()
 	m.count("posts")
 	if a.status != http.StatusAccepted {
@@ -523,6 +527,7 @@ func (m *model) post(rng *rand.Rand, ev *eventRec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.posts = append(m.posts, r)
+	ev.retried = ev.retried || retried
 	if ev.start.IsZero() {
 		ev.start = r.start
 	}
