@@ -118,7 +118,7 @@ var (
 // building the same one at once.
 func template(t testing.TB, server string) string {
 	templateOnce.Do(func() {
-		templateName = "lull_template_" + migrationsHash()
+		templateName = "lull_template_icu_" + migrationsHash()
 		templateErr = buildTemplate(server, templateName)
 	})
 	if templateErr != nil {
@@ -143,7 +143,7 @@ func buildTemplate(server, name string) error {
 		return err
 	}
 	conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if err := createInALanguage(ctx, conn, name); err != nil {
 		return err
 	}
 	d, err := db.Open(ctx, withDatabase(server, name))
@@ -159,6 +159,22 @@ func buildTemplate(server, name string) error {
 		return err
 	}
 	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH IS_TEMPLATE true", name))
+	return err
+}
+
+// createInALanguage creates the template with a language's collation
+// (ICU's en-US), as most production databases are (initdb takes the
+// system's locale, en_US.UTF-8 or the like), not in "C", which would
+// hide any query that sorts or compares keys in dictionary order where
+// lull means byte order. A server built without ICU, or a system without
+// the C.UTF-8 locale, gets the server's default instead, except under
+// CI, where the test must not pass for want of it.
+func createInALanguage(ctx context.Context, conn *pgx.Conn, name string) error {
+	_, err := conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
+	if err == nil || os.Getenv("CI") == "true" {
+		return err
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
 	return err
 }
 
