@@ -102,22 +102,71 @@ func ThreadType(batchKey string) (typ string, ok bool) {
 
 // MutedFor returns which of the recipients ids have thread batchKey
 // muted now: an event of that thread opens or extends no batch of
-// theirs. It reads by the table's key, one probe per recipient.
+// theirs. For a few recipients it reads by the table's key, one probe
+// each. For more (a fan-out's chunk) it reads the thread's live mutes
+// through muted_threads_thread, at most mutedReadAtMost of them, and
+// picks the recipients among them here: a list of 10,000 ids cost the
+// server 5–9 ms a chunk to plan and hash, for a thread that nobody (or a
+// handful) muted. A thread muted by more is read by the key as before.
 func MutedFor(ctx context.Context, q Querier, ids []string, batchKey string) (map[string]bool, error) {
+	if len(ids) > mutedReadFrom {
+		rows, err := q.Query(ctx, `SELECT m.recipient_id FROM muted_threads m
+			WHERE m.batch_key = $1 AND `+muteLive+` LIMIT $2`, batchKey, mutedReadAtMost+1)
+		if err != nil {
+			return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
+		}
+		found, err := collectMuted(rows, batchKey)
+		if err != nil {
+			return nil, err
+		}
+		if len(found) <= mutedReadAtMost {
+			return among(found, ids), nil
+		}
+	}
 	rows, err := q.Query(ctx, `SELECT m.recipient_id FROM muted_threads m
 		WHERE m.recipient_id = ANY($1) AND m.batch_key = $2 AND `+muteLive, ids, batchKey)
 	if err != nil {
 		return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
 	}
+	found, err := collectMuted(rows, batchKey)
+	if err != nil {
+		return nil, err
+	}
+	return among(found, ids), nil
+}
+
+const (
+	// mutedReadFrom is how many recipients MutedFor probes one by one.
+	mutedReadFrom = 1000
+	// mutedReadAtMost is how many live mutes of a thread MutedFor reads
+	// before it goes back to probing the recipients.
+	mutedReadAtMost = 1000
+)
+
+func collectMuted(rows pgx.Rows, batchKey string) ([]string, error) {
 	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
 	}
+	return found, nil
+}
+
+// among is the set of found that are in ids.
+func among(found, ids []string) map[string]bool {
 	out := make(map[string]bool, len(found))
 	for _, id := range found {
 		out[id] = true
 	}
-	return out, nil
+	if len(out) == 0 {
+		return out
+	}
+	in := make(map[string]bool, len(out))
+	for _, id := range ids {
+		if out[id] {
+			in[id] = true
+		}
+	}
+	return in
 }
 
 // LiveMutes returns the conversations each of the recipients ids has
