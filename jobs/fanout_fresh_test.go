@@ -25,6 +25,14 @@ func secondChunkID(ev *batching.Event) string {
 	return ids[15_000]
 }
 
+// heldBatchCase is a batch another event holds open while a fan-out
+// meets it: its mode and key, and whether the other event commits.
+type heldBatchCase struct {
+	mode, key string
+	typeKey   *string
+	commit    bool
+}
+
 // A fan-out's second chunk, read ahead as all fresh, meets a batch another
 // event opened after the read and commits (or rolls back) while the COPY
 // of its batches waits for it: the fan-out joins that batch (or opens its own),
@@ -33,78 +41,93 @@ func secondChunkID(ev *batching.Event) string {
 // digest key, which another type's digest shares, are tried.
 func TestFreshHintFanOutMeetsABatchOpenedSince(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		mode, key string
-		typeKey   *string
-		commit    bool
-	}{
+	for _, tc := range []heldBatchCase{
 		{"cooldown", "post", strp("post"), true},
 		{"cooldown", "post", strp("post"), false},
 		{"daily", "digest:daily", nil, true},
 	} {
 		t.Run(fmt.Sprintf("%s,commit=%v", tc.mode, tc.commit), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t)
-			ctx := context.Background()
-			b.saveType(t, db.Type{Key: "post", DefaultMode: tc.mode})
-			b.saveType(t, db.Type{Key: "other", DefaultMode: "daily"})
-			const n = 20_001
-			ev := storedAudience(t, b, n, "post")
-			victim := secondChunkID(ev)
-			now := b.clock.Now()
-			other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
-				VALUES ($1, $2, $3, $4, $5, $5, $6, 300000, 1)`, victim, tc.key, tc.typeKey, tc.mode, now.Add(-time.Minute), now.Add(4*time.Minute))
-			var otherID int64
-			if err := other.QueryRow(ctx, `SELECT id FROM batches WHERE recipient_id = $1`, victim).Scan(&otherID); err != nil {
-				t.Fatal(err)
-			}
-			res, err, q := dbtest.EndWhileBlocked(t, b.db, other, tc.commit, func() (*batching.IngestResult, error) {
-				return b.engine.Ingest(ctx, 1, ev)
-			})
-			if !strings.HasPrefix(q, `copy "batches"`) {
-				t.Errorf("the fan-out waited in %q, not the COPY of its batches", q)
-			}
-			r := struct {
-				res *batching.IngestResult
-				err error
-			}{res, err}
-			if r.err != nil {
-				t.Fatalf("fan-out: %v", r.err)
-			}
-			if r.res.Notifications != n || len(r.res.Batches) != n {
-				t.Fatalf("%d notifications in %d batches, want %d", r.res.Notifications, len(r.res.Batches), n)
-			}
-			wantItems := 1
-			if tc.commit {
-				wantItems = 2
-			}
-			var victimBatch int64
-			for _, ref := range r.res.Batches {
-				if ref.Recipient == victim {
-					victimBatch = ref.ID
+			// The read ahead that marks the chunk fresh gets a connection
+			// and its answer within tens of milliseconds, or the fan-out
+			// reads for itself and waits in the upsert instead, which is
+			// right but not this test's case. On a loaded machine that
+			// happens now and then: the case is tried up to three times.
+			for attempt := 1; ; attempt++ {
+				q := fanOutMeetsHeldBatch(t, tc)
+				if strings.HasPrefix(q, `copy "batches"`) {
+					break
 				}
-			}
-			if tc.commit && victimBatch != otherID {
-				t.Errorf("the answer puts %s's notification in batch %d, want the other event's %d", victim, victimBatch, otherID)
-			}
-			if got := b.count(t, `SELECT item_count FROM batches WHERE id = $1`, victimBatch); got != wantItems {
-				t.Errorf("%s's batch holds %d items, want %d", victim, got, wantItems)
-			}
-			if got := b.count(t, `SELECT count(*) FROM batches WHERE state = 'open' AND NOT sealed`); got != n {
-				t.Errorf("%d open batches, want %d", got, n)
-			}
-			if got := b.count(t, `SELECT count(*) FROM (SELECT 1 FROM batches WHERE state = 'open' GROUP BY recipient_id, batch_key HAVING count(*) > 1) x`); got != 0 {
-				t.Errorf("%d recipients have two open batches", got)
-			}
-			if got := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id AND b.recipient_id = n.recipient_id WHERE n.event_id = $1`, r.res.ID); got != n {
-				t.Errorf("%d notifications in their recipient's batch, want %d", got, n)
-			}
-			// The other event's batch was written by hand, without a notification.
-			if got := b.count(t, `SELECT count(*) FROM notifications WHERE batch_id = $1`, victimBatch); got != 1 {
-				t.Errorf("%s's batch has %d notifications, want 1", victim, got)
+				if attempt == 3 {
+					t.Errorf("in three tries the fan-out waited in %q, not the COPY of its batches", q)
+					break
+				}
+				t.Logf("try %d waited in %q: the read ahead came late", attempt, q)
 			}
 		})
 	}
+}
+
+// fanOutMeetsHeldBatch runs the case once, checks what it stored, and
+// returns the statement the fan-out waited in.
+func fanOutMeetsHeldBatch(t *testing.T, tc heldBatchCase) string {
+	b := setup(t)
+	ctx := context.Background()
+	b.saveType(t, db.Type{Key: "post", DefaultMode: tc.mode})
+	b.saveType(t, db.Type{Key: "other", DefaultMode: "daily"})
+	const n = 20_001
+	ev := storedAudience(t, b, n, "post")
+	victim := secondChunkID(ev)
+	now := b.clock.Now()
+	other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+			VALUES ($1, $2, $3, $4, $5, $5, $6, 300000, 1)`, victim, tc.key, tc.typeKey, tc.mode, now.Add(-time.Minute), now.Add(4*time.Minute))
+	var otherID int64
+	if err := other.QueryRow(ctx, `SELECT id FROM batches WHERE recipient_id = $1`, victim).Scan(&otherID); err != nil {
+		t.Fatal(err)
+	}
+	res, err, q := dbtest.EndWhileBlocked(t, b.db, other, tc.commit, func() (*batching.IngestResult, error) {
+		return b.engine.Ingest(ctx, 1, ev)
+	})
+	r := struct {
+		res *batching.IngestResult
+		err error
+	}{res, err}
+	if r.err != nil {
+		t.Fatalf("fan-out: %v", r.err)
+	}
+	if r.res.Notifications != n || len(r.res.Batches) != n {
+		t.Fatalf("%d notifications in %d batches, want %d", r.res.Notifications, len(r.res.Batches), n)
+	}
+	wantItems := 1
+	if tc.commit {
+		wantItems = 2
+	}
+	var victimBatch int64
+	for _, ref := range r.res.Batches {
+		if ref.Recipient == victim {
+			victimBatch = ref.ID
+		}
+	}
+	if tc.commit && victimBatch != otherID {
+		t.Errorf("the answer puts %s's notification in batch %d, want the other event's %d", victim, victimBatch, otherID)
+	}
+	if got := b.count(t, `SELECT item_count FROM batches WHERE id = $1`, victimBatch); got != wantItems {
+		t.Errorf("%s's batch holds %d items, want %d", victim, got, wantItems)
+	}
+	if got := b.count(t, `SELECT count(*) FROM batches WHERE state = 'open' AND NOT sealed`); got != n {
+		t.Errorf("%d open batches, want %d", got, n)
+	}
+	if got := b.count(t, `SELECT count(*) FROM (SELECT 1 FROM batches WHERE state = 'open' GROUP BY recipient_id, batch_key HAVING count(*) > 1) x`); got != 0 {
+		t.Errorf("%d recipients have two open batches", got)
+	}
+	if got := b.count(t, `SELECT count(*) FROM notifications n JOIN batches b ON b.id = n.batch_id AND b.recipient_id = n.recipient_id WHERE n.event_id = $1`, r.res.ID); got != n {
+		t.Errorf("%d notifications in their recipient's batch, want %d", got, n)
+	}
+	// The other event's batch was written by hand, without a notification.
+	if got := b.count(t, `SELECT count(*) FROM notifications WHERE batch_id = $1`, victimBatch); got != 1 {
+		t.Errorf("%s's batch has %d notifications, want 1", victim, got)
+	}
+	return q
 }
 
 // The client goes away while the fan-out's plain INSERT waits for another
