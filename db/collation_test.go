@@ -68,13 +68,16 @@ func TestKeysMigrationLeavesACDatabaseAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
 	name := fmt.Sprintf("lull_test_c_%d", os.Getpid())
 	conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	// Registered before the database is opened, so it runs after d.Close.
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		conn.Close(context.Background())
+	})
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 LOCALE 'C'"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	u, _ := url.Parse(server)
 	u.Path = "/" + name
 	d, err := db.Open(ctx, u.String())

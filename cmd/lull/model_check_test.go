@@ -395,13 +395,9 @@ func (m *model) checkEvents(w *world) {
 		}
 		acked[ev.first.ID] = true
 		m.count("events checked")
-		if copies, ok := m.storedAs(ev, stored); !ok {
-			m.problem("event %s (key %q, retried %v): acknowledged as %d, stored as %v", tok, ev.key, ev.retried, ev.first.ID, stored)
+		if len(stored) != 1 || stored[0] != ev.first.ID {
+			m.problem("event %s: acknowledged as %d, stored as %v", tok, ev.first.ID, stored)
 			continue
-		} else {
-			for _, id := range copies {
-				acked[id] = true
-			}
 		}
 		if got := ev.first.Notifications + ev.first.Suppressed; got != len(ev.rcpts) {
 			m.problem("event %s: %d notifications and %d suppressed for %d recipients", tok, ev.first.Notifications, ev.first.Suppressed, len(ev.rcpts))
@@ -412,7 +408,7 @@ func (m *model) checkEvents(w *world) {
 			routed[b.Recipient], keys[b.Recipient] = b.ID, b.BatchKey
 		}
 		notes := map[string]*dbNote{}
-		for _, n := range w.firstOf(ev) {
+		for _, n := range w.byTok[tok] {
 			if notes[n.rid] != nil {
 				m.problem("event %s: two notifications for %s", tok, n.rid)
 			}
@@ -427,41 +423,6 @@ func (m *model) checkEvents(w *world) {
 			m.problem("notification %d of event %d (%s) for %s belongs to no acknowledged event", n.id, n.event, n.tok, n.rid)
 		}
 	}
-}
-
-// storedAs reports whether an acknowledged event is stored as it should
-// be: once, under the id lull answered, or, for an event posted without
-// a key and retried after a kill, also as the copies the first try
-// committed before its process died. It returns those copies.
-func (m *model) storedAs(ev *eventRec, stored []int64) (copies []int64, ok bool) {
-	if !slices.Contains(stored, ev.first.ID) {
-		return nil, false
-	}
-	for _, id := range stored {
-		if id != ev.first.ID {
-			copies = append(copies, id)
-		}
-	}
-	if len(copies) == 0 {
-		return nil, true
-	}
-	if ev.key != "" || !ev.retried {
-		return nil, false
-	}
-	m.count("unkeyed retries stored twice")
-	return copies, true
-}
-
-// firstOf is an event's notifications under the id lull answered,
-// leaving out copies an unkeyed retry stored (storedAs).
-func (w *world) firstOf(ev *eventRec) []*dbNote {
-	var out []*dbNote
-	for _, n := range w.byTok[ev.tok] {
-		if n.event == ev.first.ID {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // checkRouting checks one recipient of one acknowledged event.
@@ -728,7 +689,7 @@ func (m *model) checkRetractions(w *world) {
 				m.problem("retracting %s canceled batch %d, which is %+v", r.ev.tok, id, b)
 			}
 		}
-		for _, n := range w.firstOf(r.ev) {
+		for _, n := range w.byTok[r.ev.tok] {
 			b := w.batches[*n.batch]
 			if b.deliveryStarted != nil && b.deliveryStarted.After(r.end) && n.retracted == nil {
 				m.problem("event %s was retracted at %s; its notification for %s was not, yet batch %d was flushed after, at %s",
