@@ -48,7 +48,13 @@ func (d *DB) Migrate(ctx context.Context) error {
 	if err := migrations.Discover(files); err != nil {
 		return fmt.Errorf("migrate: read migrations: %w", err)
 	}
-	m := migrate.NewMigrator(d.Bun, migrations)
+	// A migration is marked applied once it succeeded, not before it
+	// runs (bun's default): one that failed half-way (a lock it could not
+	// get, a view in its way, a stopped process) runs again at the next
+	// start. A process that dies between a migration's commit and its mark
+	// runs it again too; lull's migrations that change data in several
+	// steps (keys_compare_as_bytes) are written to run twice.
+	m := migrate.NewMigrator(d.Bun, migrations, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)
 	}

@@ -125,3 +125,36 @@ func TestKeysMigrationRunsBesideAnEvent(t *testing.T) {
 		t.Errorf("the event failed: %v", ingErr)
 	}
 }
+
+// TestKeysMigrationInterruptedRunsAgain: a migration stopped half-way
+// (here the process's context ends while it waits for batches) is not
+// marked applied, so the next start finishes the tables it left and
+// drops its function.
+func TestKeysMigrationInterruptedRunsAgain(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.downgradeKeys(t)
+	slow := b.hold(t, `LOCK TABLE batches IN ACCESS SHARE MODE`)
+	stopped, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := b.db.Migrate(stopped)
+	cancel()
+	if err == nil {
+		t.Fatal("the migration succeeded while batches was held")
+	}
+	slow.Rollback(ctx)
+	if n := b.count(t, `SELECT count(*) FROM bun_migrations WHERE name = '20261129010000'`); n != 0 {
+		t.Errorf("the stopped migration is marked applied (%d rows)", n)
+	}
+	if err := b.db.Migrate(ctx); err != nil {
+		t.Fatalf("the next start: %v", err)
+	}
+	for table, cols := range keyColumnsByTable {
+		if n := b.count(t, `SELECT count(*) FROM pg_attribute WHERE attrelid = $1::regclass
+			AND attname = ANY($2) AND attcollation <> 'pg_catalog."C"'::regcollation`, table, cols); n != 0 {
+			t.Errorf("after the next start, %s has %d key columns not in \"C\"", table, n)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM pg_proc WHERE proname = 'lull_keys_as_bytes'`); n != 0 {
+		t.Errorf("the migration's function is left behind")
+	}
+}

@@ -521,9 +521,12 @@ func (m *model) post(rng *rand.Rand, ev *eventRec) {
 	// to a process killed after it committed, and sent again, is stored
 	// twice, as docs/reliability.md says a retry without a key may be.
 	// The model holds lull to exactly once, which only a key promises.
-	a, _ := m.callOn(ev.key != "" && rng.IntN(10) < 4, "POST", "/api/v1/events", "application/json", ev.body)
+	a, retried := m.callOn(ev.key != "" && rng.IntN(10) < 4, "POST", "/api/v1/events", "application/json", ev.body)
 	r.end = time.Now()
 	m.count("posts")
+	if retried {
+		m.count("keyed posts sent again after a kill")
+	}
 	if a.status != http.StatusAccepted {
 		m.problem("event %s: answered %d %s", ev.tok, a.status, a.body)
 	} else if err := json.Unmarshal(a.body, &r.answer); err != nil {

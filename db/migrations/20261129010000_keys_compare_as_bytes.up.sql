@@ -14,13 +14,15 @@
 -- 300,000 notifications, a minute or more for tens of millions
 -- (docs/operations.md, "Upgrading"). So each table is changed in a
 -- transaction of its own (bun runs the parts between "--bun:split" one
--- by one, outside a transaction), holding no other table: events being
--- ingested meanwhile wait for one table at a time, and cannot deadlock
--- with a migration that holds tables they take before the one it waits
--- for. A table whose lock is not granted within 2 s, or a deadlock with
--- an event, is tried again a moment later, up to 30 times. A column
--- already in "C" is left alone, so a migration stopped half-way resumes
--- where it stopped.
+-- by one, outside a transaction), holding that table, its partitions and
+-- the tables whose foreign keys point at it (recipients' ALTER rebuilds
+-- those), not every table changed before: in one transaction, an event
+-- ingested meanwhile deadlocked with it. A table whose locks are not all
+-- granted within 2 s, or a deadlock with an event, is tried again a
+-- moment later, up to 30 times; each try may hold events up for those
+-- 2 s. A column already in "C" is left alone, so a migration stopped
+-- half-way (lull marks a migration applied only once it succeeded, see
+-- db/migrate.go) resumes where it stopped.
 --
 -- A database whose default collation compares as bytes already (libc's
 -- "C" or "POSIX", or PostgreSQL 17's builtin provider) is left as it is
