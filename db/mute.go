@@ -110,29 +110,15 @@ func ThreadType(batchKey string) (typ string, ok bool) {
 // handful) muted. A thread muted by more is read by the key as before.
 func MutedFor(ctx context.Context, q Querier, ids []string, batchKey string) (map[string]bool, error) {
 	if len(ids) > mutedReadFrom {
-		rows, err := q.Query(ctx, `SELECT m.recipient_id FROM muted_threads m
+		found, err := mutedBy(ctx, q, batchKey, `SELECT m.recipient_id FROM muted_threads m
 			WHERE m.batch_key = $1 AND `+muteLive+` LIMIT $2`, batchKey, mutedReadAtMost+1)
-		if err != nil {
-			return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
-		}
-		found, err := collectMuted(rows, batchKey)
-		if err != nil {
-			return nil, err
-		}
-		if len(found) <= mutedReadAtMost {
-			return among(found, ids), nil
+		if err != nil || len(found) <= mutedReadAtMost {
+			return among(found, ids), err
 		}
 	}
-	rows, err := q.Query(ctx, `SELECT m.recipient_id FROM muted_threads m
+	found, err := mutedBy(ctx, q, batchKey, `SELECT m.recipient_id FROM muted_threads m
 		WHERE m.recipient_id = ANY($1) AND m.batch_key = $2 AND `+muteLive, ids, batchKey)
-	if err != nil {
-		return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
-	}
-	found, err := collectMuted(rows, batchKey)
-	if err != nil {
-		return nil, err
-	}
-	return among(found, ids), nil
+	return among(found, ids), err
 }
 
 const (
@@ -143,12 +129,16 @@ const (
 	mutedReadAtMost = 1000
 )
 
-func collectMuted(rows pgx.Rows, batchKey string) ([]string, error) {
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
+// mutedBy runs a query of MutedFor's: the recipients it finds.
+func mutedBy(ctx context.Context, q Querier, batchKey, query string, args ...any) ([]string, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err == nil {
+		var found []string
+		if found, err = pgx.CollectRows(rows, pgx.RowTo[string]); err == nil {
+			return found, nil
+		}
 	}
-	return found, nil
+	return nil, fmt.Errorf("muted recipients of %s: %w", batchKey, err)
 }
 
 // among is the set of found that are in ids.
