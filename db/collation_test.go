@@ -13,16 +13,17 @@ import (
 	"github.com/lull-dev/lull/db/dbtest"
 )
 
-// keyColumns are the columns holding recipient ids, type keys and batch
-// keys: migration keys_compare_as_bytes makes them compare as bytes.
-var keyColumns = []string{
-	"batches.batch_key", "batches.recipient_id", "batches.type_key",
-	"event_keys.key", "events.batch_key", "events.key", "events.type_key",
-	"feed_watchers.recipient_id", "muted_threads.batch_key", "muted_threads.recipient_id",
-	"notification_types.key", "notifications.recipient_id", "notifications.type_key",
-	"recipient_seen.recipient_id", "recipients.id", "skips.recipient_id", "skips.type_key",
-	"type_preferences.recipient_id", "type_preferences.type_key",
-}
+// keyColumns are dbtest.KeyColumns as "table.column", in byte order.
+var keyColumns = func() []string {
+	var out []string
+	for table, cols := range dbtest.KeyColumns {
+		for _, c := range cols {
+			out = append(out, table+"."+c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}()
 
 // TestKeysCompareAsBytesInALanguagesDatabase: in a database whose default
 // collation is a language's (the test databases use ICU's en-US), every

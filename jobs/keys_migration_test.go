@@ -8,23 +8,9 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/preferences/batching"
 )
-
-// keyColumnsByTable are the columns keys_compare_as_bytes alters.
-var keyColumnsByTable = map[string][]string{
-	"recipients":         {"id"},
-	"notification_types": {"key"},
-	"type_preferences":   {"recipient_id", "type_key"},
-	"batches":            {"recipient_id", "batch_key", "type_key"},
-	"notifications":      {"recipient_id", "type_key"},
-	"events":             {"key", "type_key", "batch_key"},
-	"event_keys":         {"key"},
-	"muted_threads":      {"recipient_id", "batch_key"},
-	"feed_watchers":      {"recipient_id"},
-	"recipient_seen":     {"recipient_id"},
-	"skips":              {"recipient_id", "type_key"},
-}
 
 // downgradeKeys puts a test database (ICU en-US) back in the state of a
 // production database before this release: key columns in the default
@@ -32,7 +18,14 @@ var keyColumnsByTable = map[string][]string{
 func (b *testBundle) downgradeKeys(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	for table, cols := range keyColumnsByTable {
+	var provider string
+	if err := b.db.Pool.QueryRow(ctx, `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
+		t.Fatal(err)
+	}
+	if provider != "i" {
+		t.Skip("needs an ICU test database")
+	}
+	for table, cols := range dbtest.KeyColumns {
 		var parts []string
 		for _, c := range cols {
 			parts = append(parts, fmt.Sprintf("ALTER COLUMN %s TYPE text COLLATE \"default\"", c))
@@ -44,13 +37,6 @@ func (b *testBundle) downgradeKeys(t *testing.T) {
 	if _, err := b.db.Pool.Exec(ctx, `DROP INDEX muted_threads_thread;
 		DELETE FROM bun_migrations WHERE name IN ('20261129010000', '20261129020000')`); err != nil {
 		t.Fatal(err)
-	}
-	var provider string
-	if err := b.db.Pool.QueryRow(ctx, `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
-		t.Fatal(err)
-	}
-	if provider != "i" {
-		t.Skip("needs an ICU test database")
 	}
 }
 
@@ -148,7 +134,7 @@ func TestKeysMigrationInterruptedRunsAgain(t *testing.T) {
 	if err := b.db.Migrate(ctx); err != nil {
 		t.Fatalf("the next start: %v", err)
 	}
-	for table, cols := range keyColumnsByTable {
+	for table, cols := range dbtest.KeyColumns {
 		if n := b.count(t, `SELECT count(*) FROM pg_attribute WHERE attrelid = $1::regclass
 			AND attname = ANY($2) AND attcollation <> 'pg_catalog."C"'::regcollation`, table, cols); n != 0 {
 			t.Errorf("after the next start, %s has %d key columns not in \"C\"", table, n)
