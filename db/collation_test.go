@@ -13,10 +13,10 @@ import (
 	"github.com/lull-dev/lull/db/dbtest"
 )
 
-// keyColumns are dbtest.KeyColumns as "table.column", in byte order.
+// keyColumns are db.KeyColumns as "table.column", in byte order.
 var keyColumns = func() []string {
 	var out []string
-	for table, cols := range dbtest.KeyColumns {
+	for table, cols := range db.KeyColumns {
 		for _, c := range cols {
 			out = append(out, table+"."+c)
 		}
@@ -32,17 +32,7 @@ var keyColumns = func() []string {
 func TestKeysCompareAsBytesInALanguagesDatabase(t *testing.T) {
 	d := dbtest.New(t)
 	ctx := context.Background()
-	var provider, collate string
-	if err := d.Pool.QueryRow(ctx, `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c'), datcollate
-		FROM pg_database d WHERE datname = current_database()`).Scan(&provider, &collate); err != nil {
-		t.Fatal(err)
-	}
-	if provider != "i" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the test database has collation provider %q, want ICU", provider)
-		}
-		t.Skip("the test server cannot create ICU databases")
-	}
+	requireICU(t, d)
 	if got := keyCollations(t, d.Pool); !slices.Equal(got, slices.Repeat([]string{"C"}, len(keyColumns))) {
 		t.Errorf("key columns' collations %v, want C for each of %v", got, keyColumns)
 	}
@@ -92,6 +82,42 @@ func TestKeysMigrationLeavesACDatabaseAlone(t *testing.T) {
 	if got := keyCollations(t, d.Pool); !slices.Equal(got, slices.Repeat([]string{"default"}, len(keyColumns))) {
 		t.Errorf("key columns' collations %v in a C database, want them left at the default", got)
 	}
+	if cols, err := db.KeysInLanguageCollation(ctx, d.Pool); err != nil || len(cols) > 0 {
+		t.Errorf("KeysInLanguageCollation in a C database: %v, %v; want none (its default compares as bytes)", cols, err)
+	}
+}
+
+// TestKeysInLanguageCollationNamesColumnsLeftInIt: key columns in a
+// language's collation (a database restored from a dump of a "C" one) are
+// named, in byte order, and the statements KeysAsBytesSQL writes for them
+// put them in "C".
+func TestKeysInLanguageCollationNamesColumnsLeftInIt(t *testing.T) {
+	d := dbtest.New(t)
+	ctx := context.Background()
+	requireICU(t, d)
+	if cols, err := db.KeysInLanguageCollation(ctx, d.Pool); err != nil || len(cols) > 0 {
+		t.Fatalf("after the migrations: %v, %v; want none", cols, err)
+	}
+	if _, err := d.Pool.Exec(ctx, `
+		ALTER TABLE skips ALTER COLUMN type_key TYPE text COLLATE "default";
+		ALTER TABLE batches ALTER COLUMN recipient_id TYPE text COLLATE "default", ALTER COLUMN batch_key TYPE text COLLATE "en-x-icu"`); err != nil {
+		t.Fatal(err)
+	}
+	cols, err := db.KeysInLanguageCollation(ctx, d.Pool)
+	if want := []string{"batches.batch_key", "batches.recipient_id", "skips.type_key"}; err != nil || !slices.Equal(cols, want) {
+		t.Fatalf("KeysInLanguageCollation: %v, %v; want %v", cols, err, want)
+	}
+	fix := db.KeysAsBytesSQL(cols)
+	if want := `ALTER TABLE batches ALTER COLUMN batch_key TYPE text COLLATE "C", ALTER COLUMN recipient_id TYPE text COLLATE "C"; ` +
+		`ALTER TABLE skips ALTER COLUMN type_key TYPE text COLLATE "C";`; fix != want {
+		t.Errorf("KeysAsBytesSQL:\n%s\nwant\n%s", fix, want)
+	}
+	if _, err := d.Pool.Exec(ctx, fix); err != nil {
+		t.Fatal(err)
+	}
+	if cols, err := db.KeysInLanguageCollation(ctx, d.Pool); err != nil || len(cols) > 0 {
+		t.Errorf("after the fix: %v, %v; want none", cols, err)
+	}
 }
 
 // keyCollations reads the collation of each of keyColumns.
@@ -109,4 +135,21 @@ func keyCollations(t *testing.T, q db.Querier) []string {
 		out = append(out, coll)
 	}
 	return out
+}
+
+// requireICU skips a test outside CI when the test database is not in an
+// ICU collation (a server without ICU), and fails it under CI.
+func requireICU(t *testing.T, d *db.DB) {
+	t.Helper()
+	var provider string
+	if err := d.Pool.QueryRow(context.Background(), `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c')
+		FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
+		t.Fatal(err)
+	}
+	if provider != "i" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the test database has collation provider %q, want ICU", provider)
+		}
+		t.Skip("the test server cannot create ICU databases")
+	}
 }

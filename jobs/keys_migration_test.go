@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
-	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -25,7 +24,7 @@ func (b *testBundle) downgradeKeys(t *testing.T) {
 	if provider != "i" {
 		t.Skip("needs an ICU test database")
 	}
-	for table, cols := range dbtest.KeyColumns {
+	for table, cols := range db.KeyColumns {
 		var parts []string
 		for _, c := range cols {
 			parts = append(parts, fmt.Sprintf("ALTER COLUMN %s TYPE text COLLATE \"default\"", c))
@@ -134,7 +133,7 @@ func TestKeysMigrationInterruptedRunsAgain(t *testing.T) {
 	if err := b.db.Migrate(ctx); err != nil {
 		t.Fatalf("the next start: %v", err)
 	}
-	for table, cols := range dbtest.KeyColumns {
+	for table, cols := range db.KeyColumns {
 		if n := b.count(t, `SELECT count(*) FROM pg_attribute WHERE attrelid = $1::regclass
 			AND attname = ANY($2) AND attcollation <> 'pg_catalog."C"'::regcollation`, table, cols); n != 0 {
 			t.Errorf("after the next start, %s has %d key columns not in \"C\"", table, n)

@@ -144,6 +144,7 @@ func start(ctx context.Context, cfg *Config, logger, riverLogger *slog.Logger, s
 		d.Close()
 		return nil, err
 	}
+	warnKeyCollations(ctx, d, logger)
 	a := &app{cfg: cfg, logger: logger, riverLogger: riverLogger, db: d}
 	if err := a.build(ctx); err != nil {
 		d.Close()
@@ -277,6 +278,23 @@ func openDatabase(ctx context.Context, cfg *Config, logger *slog.Logger) (*db.DB
 	return db.Open(ctx, url)
 }
 
+// warnKeyCollations warns when key columns compare through a language's
+// collation (a database restored from a dump of a "C" one): lull works,
+// but every fan-out pays for it, and the migration that would fix it is
+// recorded as applied. The warning carries the statements to run.
+func warnKeyCollations(ctx context.Context, d *db.DB, logger *slog.Logger) {
+	cols, err := db.KeysInLanguageCollation(ctx, d.Pool)
+	if err != nil {
+		logger.Warn("could not check the key columns' collation", "err", err)
+		return
+	}
+	if len(cols) > 0 {
+		logger.Warn(`key columns compare in the database's language collation, which slows fan-outs by up to a quarter; `+
+			`run the statements given as "fix" when a table lock of a second per 300,000 rows is acceptable (docs/operations.md, "Upgrading")`,
+			"columns", strings.Join(cols, ", "), "fix", db.KeysAsBytesSQL(cols))
+	}
+}
+
 func createDatabase(ctx context.Context, serverURL, name string) error {
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
@@ -296,7 +314,8 @@ func migrateOnly(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	d, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil)))
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	d, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -305,6 +324,7 @@ func migrateOnly(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	fmt.Fprintln(stdout, "migrations applied")
+	warnKeyCollations(ctx, d, logger)
 	return nil
 }
 

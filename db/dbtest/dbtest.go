@@ -176,23 +176,6 @@ func buildTemplate(server, name string, icu bool) error {
 	return err
 }
 
-// KeyColumns are the columns holding recipient ids, type keys and batch
-// keys, by table: migration keys_compare_as_bytes gives them collation
-// "C" in a database whose default collation is a language's.
-var KeyColumns = map[string][]string{
-	"recipients":         {"id"},
-	"notification_types": {"key"},
-	"type_preferences":   {"recipient_id", "type_key"},
-	"batches":            {"recipient_id", "batch_key", "type_key"},
-	"notifications":      {"recipient_id", "type_key"},
-	"events":             {"key", "type_key", "batch_key"},
-	"event_keys":         {"key"},
-	"muted_threads":      {"recipient_id", "batch_key"},
-	"feed_watchers":      {"recipient_id"},
-	"recipient_seen":     {"recipient_id"},
-	"skips":              {"recipient_id", "type_key"},
-}
-
 // languageCollation creates the template with a language's collation
 // (ICU's en-US), as most production databases are (initdb takes the
 // system's locale, en_US.UTF-8 or the like), not in "C", which would

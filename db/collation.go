@@ -1,0 +1,87 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// KeyColumns are the columns holding recipient ids, type keys and batch
+// keys, by table: migration keys_compare_as_bytes gives them collation
+// "C" in a database whose default collation is a language's (the
+// migration keeps its own list, as a migration must).
+var KeyColumns = map[string][]string{
+	"recipients":         {"id"},
+	"notification_types": {"key"},
+	"type_preferences":   {"recipient_id", "type_key"},
+	"batches":            {"recipient_id", "batch_key", "type_key"},
+	"notifications":      {"recipient_id", "type_key"},
+	"events":             {"key", "type_key", "batch_key"},
+	"event_keys":         {"key"},
+	"muted_threads":      {"recipient_id", "batch_key"},
+	"feed_watchers":      {"recipient_id"},
+	"recipient_seen":     {"recipient_id"},
+	"skips":              {"recipient_id", "type_key"},
+}
+
+// KeysInLanguageCollation returns the key columns that compare through a
+// language's collation, as "table.column" in byte order: none once the
+// migration has run, unless the database was restored from a dump of one
+// whose default collation was "C" (the dump names no collation for them,
+// and the migration, recorded as applied, does not run again). Such
+// columns work, but every fan-out pays 15–25% more for their indexes.
+func KeysInLanguageCollation(ctx context.Context, q Querier) ([]string, error) {
+	var tables, columns []string
+	for _, table := range slices.Sorted(maps.Keys(KeyColumns)) {
+		for _, c := range KeyColumns[table] {
+			tables, columns = append(tables, table), append(columns, c)
+		}
+	}
+	// pg_database is read as JSON since PostgreSQL 14 has no
+	// datlocprovider; a database whose default compares as bytes has
+	// nothing to change.
+	rows, err := q.Query(ctx, `
+		SELECT k.tbl || '.' || k.col
+		FROM unnest($1::text[], $2::text[]) AS k(tbl, col)
+		JOIN pg_attribute a ON a.attrelid = to_regclass(k.tbl) AND a.attname = k.col
+		WHERE a.attcollation NOT IN ('pg_catalog."C"'::regcollation, 'pg_catalog."POSIX"'::regcollation)
+		  AND NOT EXISTS (SELECT FROM pg_database d WHERE datname = current_database()
+		      AND (to_jsonb(d) ->> 'datlocprovider' = 'b'
+		           OR coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c' AND datcollate IN ('C', 'POSIX')))`, tables, columns)
+	if err != nil {
+		return nil, fmt.Errorf("key collations: %w", err)
+	}
+	out, err := collectStrings(rows)
+	if err != nil {
+		return nil, fmt.Errorf("key collations: %w", err)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// KeysAsBytesSQL is the statement that gives columns ("table.column", as
+// KeysInLanguageCollation returns them) collation "C": one ALTER TABLE a
+// table, each rebuilding that table's indexes on them while it holds the
+// table.
+func KeysAsBytesSQL(columns []string) string {
+	var stmts []string
+	var table string
+	var alters []string
+	flush := func() {
+		if len(alters) > 0 {
+			stmts = append(stmts, "ALTER TABLE "+table+" "+strings.Join(alters, ", ")+";")
+		}
+	}
+	for _, tc := range columns {
+		t, c, _ := strings.Cut(tc, ".")
+		if t != table {
+			flush()
+			table, alters = t, nil
+		}
+		alters = append(alters, fmt.Sprintf(`ALTER COLUMN %s TYPE text COLLATE "C"`, c))
+	}
+	flush()
+	return strings.Join(stmts, " ")
+}
