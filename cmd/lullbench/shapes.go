@@ -6,8 +6,8 @@ package main
 // shared batches, retraction storms and a digest peak across time zones.
 // Each scenario reports a ratio to a reference measured in the same run,
 // and a growth check, the time at 5 × the size ÷ the time at 1 × (linear
-// is 5), so its figures hold on a noisy machine; the figures at 1 × are
-// the median of three tries (smallRuns).
+// is 5), so its figures hold on a noisy machine; each figure is the
+// median of three tries (tries).
 
 import (
 	"context"
@@ -30,23 +30,19 @@ func (b *bench) sizes(full, quick int) [2]int {
 	return [2]int{full, 5 * full}
 }
 
-// smallRuns is how many times a scenario runs at its 1 × size. A request
-// of a few hundred milliseconds moves by a tenth or more from one try to
-// the next on this machine, and one slow or fast try at 1 × moved a
-// growth ratio by a whole point (5.3 to 6.6 for the same code); the
-// median of three damps that. The 5 × size runs once: five times as long,
-// it moves less, and some of its runs take half a minute.
-const smallRuns = 3
+// tries is how many times a scenario runs at each size. A request of a
+// few hundred milliseconds moves by a tenth or more from one try to the
+// next on this machine, and a fan-out of a second or two by as much
+// (100,000 inline recipients notified again: 1.50–1.98 s in six runs of
+// the same code), so one fast or slow try moved a growth ratio by a
+// whole point (5.0–6.6 for the same code). The median of three damps
+// that.
+const tries = 3
 
-// medians runs one size of a scenario, size i of b.sizes: once at 5 ×,
-// smallRuns times at 1 ×, each try with its own recipients (prefix, then
-// prefix with "r1-", "r2-" added), and returns the median of each figure
-// run returns.
-func (b *bench) medians(i int, prefix string, run func(prefix string) ([]time.Duration, error)) ([]time.Duration, error) {
-	tries := 1
-	if i == 0 {
-		tries = smallRuns
-	}
+// medians runs one size of a scenario tries times, each try with its
+// own recipients (prefix, then prefix with "r1-", "r2-" added), and
+// returns the median of each figure run returns.
+func (b *bench) medians(prefix string, run func(prefix string) ([]time.Duration, error)) ([]time.Duration, error) {
 	var all [][]time.Duration
 	for t := range tries {
 		p := prefix
@@ -139,7 +135,7 @@ func (b *bench) inline(ctx context.Context) error {
 	var rows []row
 	var news, existings, repeats [2]time.Duration
 	for i, n := range b.sizes(20_000, 2_000) {
-		ds, err := b.medians(i, fmt.Sprintf("in%d-", n), func(prefix string) ([]time.Duration, error) {
+		ds, err := b.medians(fmt.Sprintf("in%d-", n), func(prefix string) ([]time.Duration, error) {
 			audience := make([]map[string]string, n)
 			for j, id := range ids(prefix, 0, n) {
 				audience[j] = map[string]string{"id": id, "email": id + "@bench.example", "name": "Follower " + id, "timezone": zones24[j%24],
@@ -179,7 +175,7 @@ func (b *bench) overlap(ctx context.Context) error {
 	var rows []row
 	var overlaps [2]time.Duration
 	for i, n := range b.sizes(10_000, 1_000) {
-		ds, err := b.medians(i, fmt.Sprintf("ov%d-", n), func(prefix string) ([]time.Duration, error) {
+		ds, err := b.medians(fmt.Sprintf("ov%d-", n), func(prefix string) ([]time.Duration, error) {
 			if err := b.recipients(ctx, prefix, 7*n/2); err != nil {
 				return nil, err
 			}
@@ -263,7 +259,7 @@ func (b *bench) sharedFlood(ctx context.Context) error {
 	var rows []row
 	var shareds [2]time.Duration
 	for i, n := range b.sizes(400, 40) {
-		ds, err := b.medians(i, fmt.Sprintf("sf%d-", n), func(prefix string) ([]time.Duration, error) {
+		ds, err := b.medians(fmt.Sprintf("sf%d-", n), func(prefix string) ([]time.Duration, error) {
 			if err := b.recipients(ctx, prefix, 50); err != nil {
 				return nil, err
 			}
@@ -306,7 +302,7 @@ func (b *bench) retractionStorm(ctx context.Context) error {
 	var rows []row
 	var retracts [2]time.Duration
 	for i, n := range b.sizes(2_000, 200) {
-		ds, err := b.medians(i, fmt.Sprintf("rs%d-", n), func(prefix string) ([]time.Duration, error) {
+		ds, err := b.medians(fmt.Sprintf("rs%d-", n), func(prefix string) ([]time.Duration, error) {
 			if err := b.recipients(ctx, prefix, 1000); err != nil {
 				return nil, err
 			}
@@ -358,7 +354,7 @@ func (b *bench) digestPeak(ctx context.Context) error {
 	var dailies [2]time.Duration
 	for i, n := range b.sizes(20_000, 2_000) {
 		var w waveResult // of the last try
-		ds, err := b.medians(i, fmt.Sprintf("dp%d-", n), func(prefix string) ([]time.Duration, error) {
+		ds, err := b.medians(fmt.Sprintf("dp%d-", n), func(prefix string) ([]time.Duration, error) {
 			ds, wave, err := b.digestPeakOnce(ctx, prefix, n)
 			w = wave
 			return ds, err
