@@ -61,12 +61,22 @@ func KeysInLanguageCollation(ctx context.Context, q Querier) ([]string, error) {
 	return out, nil
 }
 
-// KeysAsBytesSQL is the statement that gives columns ("table.column", as
-// KeysInLanguageCollation returns them) collation "C": one ALTER TABLE a
-// table, each rebuilding that table's indexes on them while it holds the
-// table.
-func KeysAsBytesSQL(columns []string) string {
-	var stmts []string
+// KeysAsBytesSQL is the statements that give columns ("table.column", as
+// KeysInLanguageCollation returns them) collation "C", one a line, to be
+// run one by one (psql -f, or pasted into psql; not psql -c, which runs
+// them as one transaction holding every table at once, where an event
+// ingested meanwhile can deadlock with them, as migration
+// keys_compare_as_bytes found). First a lock timeout, as in the
+// migration: an ALTER TABLE waiting for its lock holds up every request
+// that touches the table, so one that cannot have it within 2 s fails
+// instead, and is run again later. Then one ALTER TABLE a table, each
+// rebuilding that table's indexes on them (and, for a partitioned table,
+// its partitions') while it holds the table.
+func KeysAsBytesSQL(columns []string) []string {
+	if len(columns) == 0 {
+		return nil
+	}
+	stmts := []string{"SET lock_timeout = '2s';"}
 	var table string
 	var alters []string
 	flush := func() {
@@ -83,5 +93,5 @@ func KeysAsBytesSQL(columns []string) string {
 		alters = append(alters, fmt.Sprintf(`ALTER COLUMN %s TYPE text COLLATE "C"`, c))
 	}
 	flush()
-	return strings.Join(stmts, " ")
+	return stmts
 }

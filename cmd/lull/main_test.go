@@ -43,11 +43,19 @@ func boot(t *testing.T, env map[string]string) string {
 // bootCommand is boot for "lull serve" or "lull demo".
 func bootCommand(t *testing.T, command string, env map[string]string) string {
 	t.Helper()
+	base, _ := bootLogged(t, command, env)
+	return base
+}
+
+// bootLogged is bootCommand that also returns what lull logs.
+func bootLogged(t *testing.T, command string, env map[string]string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, logs syncBuffer
+	var out syncBuffer
+	logs := new(syncBuffer)
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
-	go func() { done <- run(ctx, []string{command}, getenv, &out, &logs) }()
+	go func() { done <- run(ctx, []string{command}, getenv, &out, logs) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -62,7 +70,7 @@ func bootCommand(t *testing.T, command string, env map[string]string) string {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], logs
 		}
 		select {
 		case err := <-done:
@@ -71,7 +79,7 @@ func bootCommand(t *testing.T, command string, env map[string]string) string {
 		}
 	}
 	t.Fatalf("server did not start:\n%s", logs.String())
-	return ""
+	return "", nil
 }
 
 func status(t *testing.T, url string) int {

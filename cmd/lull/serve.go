@@ -281,18 +281,29 @@ func openDatabase(ctx context.Context, cfg *Config, logger *slog.Logger) (*db.DB
 // warnKeyCollations warns when key columns compare through a language's
 // collation (a database restored from a dump of a "C" one): lull works,
 // but every fan-out pays for it, and the migration that would fix it is
-// recorded as applied. The warning carries the statements to run.
-func warnKeyCollations(ctx context.Context, d *db.DB, logger *slog.Logger) {
+// recorded as applied. The warning carries the statements to run, and it
+// returns them. A failed or slow check is logged and lull goes on: it is
+// advice, not a condition of starting.
+func warnKeyCollations(ctx context.Context, d *db.DB, logger *slog.Logger) []string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	cols, err := db.KeysInLanguageCollation(ctx, d.Pool)
 	if err != nil {
 		logger.Warn("could not check the key columns' collation", "err", err)
-		return
+		return nil
 	}
-	if len(cols) > 0 {
-		logger.Warn(`key columns compare in the database's language collation, which slows fan-outs by up to a quarter; `+
-			`run the statements given as "fix" when a table lock of a second per 300,000 rows is acceptable (docs/operations.md, "Upgrading")`,
-			"columns", strings.Join(cols, ", "), "fix", db.KeysAsBytesSQL(cols))
+	if len(cols) == 0 {
+		return nil
 	}
+	fix := db.KeysAsBytesSQL(cols)
+	// A text log quotes the statements ("C" becomes \"C\", which psql
+	// reads as a command), so the message says where to get them as they
+	// are: lull migrate writes them to its standard output.
+	logger.Warn(`key columns compare in the database's language collation, which slows fan-outs by up to a quarter; `+
+		`run the statements given as "fix" (lull migrate prints them one a line, ready for psql) `+
+		`when a table lock of a second per 300,000 rows is acceptable (docs/operations.md, "Upgrading")`,
+		"columns", strings.Join(cols, ", "), "fix", strings.Join(fix, " "))
+	return fix
 }
 
 func createDatabase(ctx context.Context, serverURL, name string) error {
@@ -324,7 +335,12 @@ func migrateOnly(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	fmt.Fprintln(stdout, "migrations applied")
-	warnKeyCollations(ctx, d, logger)
+	if fix := warnKeyCollations(ctx, d, logger); len(fix) > 0 {
+		fmt.Fprintln(stdout, "-- Key columns compare in the database's language collation (see the warning). To fix, run the lines below one by one in psql (or save them, without \"migrations applied\", for psql -f):")
+		for _, stmt := range fix {
+			fmt.Fprintln(stdout, stmt)
+		}
+	}
 	return nil
 }
 
