@@ -35,10 +35,10 @@ func (b *bench) sizes(full, quick int) [2]int {
 // tries is how many times a scenario runs at each size. A request of a
 // few hundred milliseconds moves by a tenth or more from one try to the
 // next on this machine, and a fan-out of a second or two by as much
-// (100,000 inline recipients notified again: 1.50–1.98 s in six runs of
-// the same code), so one fast or slow try moved a growth ratio by a
-// whole point (5.0–6.6 for the same code). The median of three damps
-// that.
+// (100,000 stored inline recipients: 1.46–1.98 s, run alone with the same
+// code), so one fast or slow try moved a growth ratio by a whole point
+// (5.3–6.6 in six runs of the same code; docs/performance.md, "Growth
+// measured as medians"). The median of three damps that.
 const tries = 3
 
 // medians runs one size of a scenario tries times, each try with its
