@@ -34,7 +34,7 @@ var keyColumns = func() []string {
 func TestKeysCompareAsBytesInALanguagesDatabase(t *testing.T) {
 	d := dbtest.New(t)
 	ctx := context.Background()
-	requireICU(t, d)
+	dbtest.RequireICU(t, d.Pool)
 	if got := keyCollations(t, d.Pool); !slices.Equal(got, slices.Repeat([]string{"C"}, len(keyColumns))) {
 		t.Errorf("key columns' collations %v, want C for each of %v", got, keyColumns)
 	}
@@ -126,7 +126,7 @@ func TestKeyColumnsAreTheMigrations(t *testing.T) {
 func TestKeysInLanguageCollationNamesColumnsLeftInIt(t *testing.T) {
 	d := dbtest.New(t)
 	ctx := context.Background()
-	requireICU(t, d)
+	dbtest.RequireICU(t, d.Pool)
 	if cols, err := db.KeysInLanguageCollation(ctx, d.Pool); err != nil || len(cols) > 0 {
 		t.Fatalf("after the migrations: %v, %v; want none", cols, err)
 	}
@@ -191,21 +191,4 @@ func keyCollations(t *testing.T, q db.Querier) []string {
 		out = append(out, coll)
 	}
 	return out
-}
-
-// requireICU skips a test outside CI when the test database is not in an
-// ICU collation (a server without ICU), and fails it under CI.
-func requireICU(t *testing.T, d *db.DB) {
-	t.Helper()
-	var provider string
-	if err := d.Pool.QueryRow(context.Background(), `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c')
-		FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
-		t.Fatal(err)
-	}
-	if provider != "i" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the test database has collation provider %q, want ICU", provider)
-		}
-		t.Skip("the test server cannot create ICU databases")
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/preferences/batching"
 )
 
@@ -17,13 +18,7 @@ import (
 func (b *testBundle) downgradeKeys(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	var provider string
-	if err := b.db.Pool.QueryRow(ctx, `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
-		t.Fatal(err)
-	}
-	if provider != "i" {
-		t.Skip("needs an ICU test database")
-	}
+	dbtest.RequireICU(t, b.db.Pool)
 	for table, cols := range db.KeyColumns {
 		var parts []string
 		for _, c := range cols {

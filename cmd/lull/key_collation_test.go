@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -92,16 +91,7 @@ func downgradeRecipientIDs(t *testing.T, url string) *pgx.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	var provider string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
-		t.Fatal(err)
-	}
-	if provider != "i" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the test database has collation provider %q, want ICU", provider)
-		}
-		t.Skip("the test server cannot create ICU databases")
-	}
+	dbtest.RequireICU(t, conn)
 	if _, err := conn.Exec(ctx, `ALTER TABLE notifications ALTER COLUMN recipient_id TYPE text COLLATE "default"`); err != nil {
 		t.Fatal(err)
 	}

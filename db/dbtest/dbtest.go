@@ -329,3 +329,23 @@ func CancelWhileBlocked(t testing.TB, d *db.DB, what string, fn func(context.Con
 		t.Fatalf("%s still waits 30 s after its request was canceled", what)
 	}
 }
+
+// RequireICU skips a test that needs a database in a language's
+// collation when q's is not ICU's (a server without ICU), except under
+// CI=true, where the test databases must be ICU's, and it fails.
+func RequireICU(t testing.TB, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) {
+	t.Helper()
+	var provider string
+	if err := q.QueryRow(context.Background(), `SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c')
+		FROM pg_database d WHERE datname = current_database()`).Scan(&provider); err != nil {
+		t.Fatal(err)
+	}
+	if provider != "i" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the test database has collation provider %q, want ICU", provider)
+		}
+		t.Skip("the test server cannot create ICU databases")
+	}
+}
