@@ -3,27 +3,26 @@ package db
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
 
 // KeyColumns are the columns holding recipient ids, type keys and batch
-// keys, by table: migration keys_compare_as_bytes gives them collation
-// "C" in a database whose default collation is a language's (the
-// migration keeps its own list, as a migration must).
-var KeyColumns = map[string][]string{
-	"recipients":         {"id"},
-	"notification_types": {"key"},
-	"type_preferences":   {"recipient_id", "type_key"},
-	"batches":            {"recipient_id", "batch_key", "type_key"},
-	"notifications":      {"recipient_id", "type_key"},
-	"events":             {"key", "type_key", "batch_key"},
-	"event_keys":         {"key"},
-	"muted_threads":      {"recipient_id", "batch_key"},
-	"feed_watchers":      {"recipient_id"},
-	"recipient_seen":     {"recipient_id"},
-	"skips":              {"recipient_id", "type_key"},
+// keys, as "table.column" in byte order: migration keys_compare_as_bytes
+// gives them collation "C" in a database whose default collation is a
+// language's (the migration keeps its own list, as a migration must).
+var KeyColumns = []string{
+	"batches.batch_key", "batches.recipient_id", "batches.type_key",
+	"event_keys.key",
+	"events.batch_key", "events.key", "events.type_key",
+	"feed_watchers.recipient_id",
+	"muted_threads.batch_key", "muted_threads.recipient_id",
+	"notification_types.key",
+	"notifications.recipient_id", "notifications.type_key",
+	"recipient_seen.recipient_id",
+	"recipients.id",
+	"skips.recipient_id", "skips.type_key",
+	"type_preferences.recipient_id", "type_preferences.type_key",
 }
 
 // KeysInLanguageCollation returns the key columns that compare through a
@@ -33,23 +32,17 @@ var KeyColumns = map[string][]string{
 // and the migration, recorded as applied, does not run again). Such
 // columns work, but every fan-out pays 15–25% more for their indexes.
 func KeysInLanguageCollation(ctx context.Context, q Querier) ([]string, error) {
-	var tables, columns []string
-	for _, table := range slices.Sorted(maps.Keys(KeyColumns)) {
-		for _, c := range KeyColumns[table] {
-			tables, columns = append(tables, table), append(columns, c)
-		}
-	}
 	// pg_database is read as JSON since PostgreSQL 14 has no
 	// datlocprovider; a database whose default compares as bytes has
 	// nothing to change.
 	rows, err := q.Query(ctx, `
-		SELECT k.tbl || '.' || k.col
-		FROM unnest($1::text[], $2::text[]) AS k(tbl, col)
-		JOIN pg_attribute a ON a.attrelid = to_regclass(k.tbl) AND a.attname = k.col
+		SELECT k.tc
+		FROM unnest($1::text[]) AS k(tc)
+		JOIN pg_attribute a ON a.attrelid = to_regclass(split_part(k.tc, '.', 1)) AND a.attname = split_part(k.tc, '.', 2)
 		WHERE a.attcollation NOT IN ('pg_catalog."C"'::regcollation, 'pg_catalog."POSIX"'::regcollation)
 		  AND NOT EXISTS (SELECT FROM pg_database d WHERE datname = current_database()
 		      AND (to_jsonb(d) ->> 'datlocprovider' = 'b'
-		           OR coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c' AND datcollate IN ('C', 'POSIX')))`, tables, columns)
+		           OR coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c' AND datcollate IN ('C', 'POSIX')))`, KeyColumns)
 	if err != nil {
 		return nil, fmt.Errorf("key collations: %w", err)
 	}
