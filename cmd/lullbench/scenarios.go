@@ -52,6 +52,20 @@ func (b *bench) recipients(ctx context.Context, prefix string, n int) error {
 	return err
 }
 
+// uuidRecipients stores n recipients whose ids are random UUIDs, as many
+// applications give their users, and returns the ids in random order:
+// keys of 36 bytes, every one landing on a page of its own in the indexes
+// keyed by recipient.
+func (b *bench) uuidRecipients(ctx context.Context, n int) ([]string, error) {
+	rows, err := b.conn.Query(ctx, `INSERT INTO recipients (id, email)
+		SELECT u, u || '@bench.example' FROM (SELECT gen_random_uuid()::text AS u FROM generate_series(1, $1)) g
+		RETURNING id`, n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // ingest: single-recipient events into cool-down batches from 32
 // concurrent clients, next to pgbench's TPC-B-like transactions/s.
 func (b *bench) ingest(ctx context.Context) error {
@@ -170,6 +184,14 @@ func (b *bench) fanOut(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	uuids, err := b.uuidRecipients(ctx, n)
+	if err != nil {
+		return err
+	}
+	byUUID, err := b.freshFanOut(ctx, "bench.uuid", "", uuids)
+	if err != nil {
+		return err
+	}
 
 	b.conn.Exec(ctx, `CREATE TABLE copy_ref (event_id bigint, created_at timestamptz, type_key text, occurred_at timestamptz, recipient_id text, batch_id bigint)`)
 	rows := make([][]any, n)
@@ -188,6 +210,7 @@ func (b *bench) fanOut(ctx context.Context) error {
 		{"CPU time meanwhile: lull + PostgreSQL", fmt.Sprintf("%.2fs + %.2fs", lull1-lull0, pg1-pg0)},
 		{"the same with an idempotency key (its 9 MB answer kept for replays), into fresh batches", fmt.Sprintf("%s (goal ≤ 2 s)", keyed.Round(time.Millisecond))},
 		{"the same in random order, into fresh batches", fmt.Sprintf("%s (goal ≤ 2 s)", mixed.Round(time.Millisecond))},
+		{"the same to other recipients whose ids are UUIDs, in random order", fmt.Sprintf("%s (goal ≤ 2 s)", byUUID.Round(time.Millisecond))},
 		{"notifications", fmt.Sprintf("%d (%.0f/s)", res.Notifications, notesPerSec)},
 		{"reference: COPY of 100,000 rows of the same shape", fmt.Sprintf("%s (%.0f rows/s)", copyTook.Round(time.Millisecond), copyPerSec)},
 		{"ratio notifications/s ÷ COPY rows/s", fmt.Sprintf("%.2f (goal ≥ 0.2)", notesPerSec/copyPerSec)},

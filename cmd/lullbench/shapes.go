@@ -7,8 +7,9 @@ package main
 // Each scenario reports a ratio to a reference measured in the same run,
 // and a growth check, the time at 5 × the size ÷ the time at 1 × (linear
 // is 5), so its figures hold on a noisy machine; each figure is the
-// median of three tries (tries), and a digest wave's figures are those of
-// the try with the median span.
+// median of three tries (tries), the two sizes taking turns
+// (atBothSizes), and a digest wave's figures are those of the try with
+// the median span.
 
 import (
 	"cmp"
@@ -41,28 +42,54 @@ func (b *bench) sizes(full, quick int) [2]int {
 // measured as medians"). The median of three damps that.
 const tries = 3
 
-// medians runs one size of a scenario tries times, each try with its
-// own recipients (prefix with "r0-", "r1-", "r2-" added: no try's prefix
-// begins another's, so a LIKE prefix || '%' of one try never matches the
-// rows of another), and returns the median of each figure run returns.
-// A failed try fails the scenario.
-func (b *bench) medians(prefix string, run func(prefix string) ([]time.Duration, error)) ([]time.Duration, error) {
-	var all [][]time.Duration
+// atBothSizes runs a scenario tries times at each of its two sizes and
+// returns, for each size, the median of each figure run returns.
+//
+// The sizes take turns (1 ×, 5 ×, 1 ×, 5 × …): every try leaves its rows
+// behind, and a fan-out costs more on bigger tables (a 100,000 fan-out
+// late in a full run takes a quarter longer than alone), so the 5 × tries,
+// run after all the 1 × ones, counted the tables' growth in a growth
+// ratio meant to count the audience's. In turn, the tries of both sizes
+// see tables of about the same size.
+//
+// Each try gets recipients of its own: prefix, the size and "r0-",
+// "r1-", "r2-" ("in20000-r0-"), no try's prefix beginning another's, so
+// a LIKE prefix || '%' of one try never matches the rows of another. A
+// failed try fails the scenario.
+func (b *bench) atBothSizes(prefix string, sizes [2]int, run func(prefix string, i, n int) ([]time.Duration, error)) ([2][]time.Duration, error) {
+	var all [2][][]time.Duration
+	var out [2][]time.Duration
 	for t := range tries {
-		ds, err := run(fmt.Sprintf("%sr%d-", prefix, t))
-		if err != nil {
-			return nil, err
+		for i, n := range sizes {
+			ds, err := run(fmt.Sprintf("%s%d-r%d-", prefix, n, t), i, n)
+			if err != nil {
+				return out, err
+			}
+			all[i] = append(all[i], ds)
 		}
-		if t > 0 && len(ds) != len(all[0]) {
-			return nil, fmt.Errorf("try %d gave %d figures, the first %d", t, len(ds), len(all[0]))
-		}
-		all = append(all, ds)
 	}
-	out := make([]time.Duration, len(all[0]))
+	for i := range out {
+		var err error
+		if out[i], err = medianEach(all[i]); err != nil {
+			return out, fmt.Errorf("%d recipients: %w", sizes[i], err)
+		}
+	}
+	return out, nil
+}
+
+// medianEach returns the median of each figure over the tries, figure by
+// figure: a try slow in one figure need not be slow in the next.
+func medianEach(tries [][]time.Duration) ([]time.Duration, error) {
+	out := make([]time.Duration, len(tries[0]))
+	for t, ds := range tries {
+		if len(ds) != len(out) {
+			return nil, fmt.Errorf("try %d gave %d figures, the first %d", t, len(ds), len(out))
+		}
+	}
 	for k := range out {
-		col := make([]time.Duration, len(all))
-		for t := range all {
-			col[t] = all[t][k]
+		col := make([]time.Duration, len(tries))
+		for t := range tries {
+			col[t] = tries[t][k]
 		}
 		slices.Sort(col)
 		out[k] = col[len(col)/2]
@@ -135,25 +162,26 @@ func (b *bench) inline(ctx context.Context) error {
 	if err := b.putType("bench.art", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
 		return err
 	}
+	sizes := b.sizes(20_000, 2_000)
+	ds, err := b.atBothSizes("in", sizes, func(prefix string, _, n int) ([]time.Duration, error) {
+		audience := make([]map[string]string, n)
+		for j, id := range ids(prefix, 0, n) {
+			audience[j] = map[string]string{"id": id, "email": id + "@bench.example", "name": "Follower " + id, "timezone": zones24[j%24],
+				"locale": benchLocales[j%len(benchLocales)]}
+		}
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
+		return b.postAll(event("bench.art", prefix+"art:1", "", audience), event("bench.art", prefix+"art:2", "", audience),
+			event("bench.art", prefix+"art:1", "", audience))
+	})
+	if err != nil {
+		return err
+	}
 	var rows []row
 	var news, existings, repeats [2]time.Duration
-	for i, n := range b.sizes(20_000, 2_000) {
-		ds, err := b.medians(fmt.Sprintf("in%d-", n), func(prefix string) ([]time.Duration, error) {
-			audience := make([]map[string]string, n)
-			for j, id := range ids(prefix, 0, n) {
-				audience[j] = map[string]string{"id": id, "email": id + "@bench.example", "name": "Follower " + id, "timezone": zones24[j%24],
-					"locale": benchLocales[j%len(benchLocales)]}
-			}
-			if err := b.settle(ctx); err != nil {
-				return nil, err
-			}
-			return b.postAll(event("bench.art", prefix+"art:1", "", audience), event("bench.art", prefix+"art:2", "", audience),
-				event("bench.art", prefix+"art:1", "", audience))
-		})
-		if err != nil {
-			return err
-		}
-		news[i], existings[i], repeats[i] = ds[0], ds[1], ds[2]
+	for i, n := range sizes {
+		news[i], existings[i], repeats[i] = ds[i][0], ds[i][1], ds[i][2]
 		goal := ""
 		if n == 20_000 {
 			goal = "; goal ≤ 1.5"
@@ -175,28 +203,29 @@ func (b *bench) overlap(ctx context.Context) error {
 	if err := b.putType("bench.follow", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
 		return err
 	}
+	sizes := b.sizes(10_000, 1_000)
+	ds, err := b.atBothSizes("ov", sizes, func(prefix string, _, n int) ([]time.Duration, error) {
+		if err := b.recipients(ctx, prefix, 7*n/2); err != nil {
+			return nil, err
+		}
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
+		disjoint, err := b.together(event("bench.follow", "", "", ids(prefix, 3*n/2, n)), event("bench.follow", "", "", ids(prefix, 5*n/2, n)))
+		if err != nil {
+			return nil, err
+		}
+		overlap, err := b.together(event("bench.follow", "", "", ids(prefix, 0, n)), event("bench.follow", "", "", ids(prefix, n/2, n)))
+		return []time.Duration{disjoint, overlap}, err
+	})
+	if err != nil {
+		return err
+	}
 	var rows []row
 	var overlaps [2]time.Duration
-	for i, n := range b.sizes(10_000, 1_000) {
-		ds, err := b.medians(fmt.Sprintf("ov%d-", n), func(prefix string) ([]time.Duration, error) {
-			if err := b.recipients(ctx, prefix, 7*n/2); err != nil {
-				return nil, err
-			}
-			if err := b.settle(ctx); err != nil {
-				return nil, err
-			}
-			disjoint, err := b.together(event("bench.follow", "", "", ids(prefix, 3*n/2, n)), event("bench.follow", "", "", ids(prefix, 5*n/2, n)))
-			if err != nil {
-				return nil, err
-			}
-			overlap, err := b.together(event("bench.follow", "", "", ids(prefix, 0, n)), event("bench.follow", "", "", ids(prefix, n/2, n)))
-			return []time.Duration{disjoint, overlap}, err
-		})
-		if err != nil {
-			return err
-		}
-		disjoint := ds[0]
-		overlaps[i] = ds[1]
+	for i, n := range sizes {
+		disjoint := ds[i][0]
+		overlaps[i] = ds[i][1]
 		rows = append(rows, row{fmt.Sprintf("two events to %d followers each, at once, overlapping by half ÷ not overlapping", n),
 			fmt.Sprintf("%.2f (%s ÷ %s)", overlaps[i].Seconds()/disjoint.Seconds(), overlaps[i].Round(time.Millisecond), disjoint.Round(time.Millisecond))})
 	}
@@ -259,34 +288,35 @@ func (b *bench) sharedFlood(ctx context.Context) error {
 	if err := b.putType("bench.thread", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
 		return err
 	}
+	sizes := b.sizes(400, 40)
+	ds, err := b.atBothSizes("sf", sizes, func(prefix string, _, n int) ([]time.Duration, error) {
+		if err := b.recipients(ctx, prefix, 50); err != nil {
+			return nil, err
+		}
+		audience := ids(prefix, 0, 50)
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
+		post := func(key func(int) string) func(int) (string, string, []byte, int) {
+			return func(i int) (string, string, []byte, int) {
+				return "POST", "/api/v1/events", event("bench.thread", key(i), "", audience), 202
+			}
+		}
+		fresh, err := b.flood(n, post(func(i int) string { return prefix + "thread:" + strconv.Itoa(i) }))
+		if err != nil {
+			return nil, err
+		}
+		shared, err := b.flood(n, post(func(int) string { return prefix + "thread" }))
+		return []time.Duration{fresh, shared}, err
+	})
+	if err != nil {
+		return err
+	}
 	var rows []row
 	var shareds [2]time.Duration
-	for i, n := range b.sizes(400, 40) {
-		ds, err := b.medians(fmt.Sprintf("sf%d-", n), func(prefix string) ([]time.Duration, error) {
-			if err := b.recipients(ctx, prefix, 50); err != nil {
-				return nil, err
-			}
-			audience := ids(prefix, 0, 50)
-			if err := b.settle(ctx); err != nil {
-				return nil, err
-			}
-			post := func(key func(int) string) func(int) (string, string, []byte, int) {
-				return func(i int) (string, string, []byte, int) {
-					return "POST", "/api/v1/events", event("bench.thread", key(i), "", audience), 202
-				}
-			}
-			fresh, err := b.flood(n, post(func(i int) string { return prefix + "thread:" + strconv.Itoa(i) }))
-			if err != nil {
-				return nil, err
-			}
-			shared, err := b.flood(n, post(func(int) string { return prefix + "thread" }))
-			return []time.Duration{fresh, shared}, err
-		})
-		if err != nil {
-			return err
-		}
-		fresh := ds[0]
-		shareds[i] = ds[1]
+	for i, n := range sizes {
+		fresh := ds[i][0]
+		shareds[i] = ds[i][1]
 		rows = append(rows, row{fmt.Sprintf("%d events × the same 50 recipients (%d clients), one shared batch_key ÷ fresh batches", n, floodClients),
 			fmt.Sprintf("%.2f (%s ÷ %s; goal ≤ 2)", shareds[i].Seconds()/fresh.Seconds(), shareds[i].Round(time.Millisecond), fresh.Round(time.Millisecond))})
 	}
@@ -302,36 +332,37 @@ func (b *bench) retractionStorm(ctx context.Context) error {
 	if err := b.putType("bench.spam", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
 		return err
 	}
-	var rows []row
-	var retracts [2]time.Duration
-	for i, n := range b.sizes(2_000, 200) {
-		ds, err := b.medians(fmt.Sprintf("rs%d-", n), func(prefix string) ([]time.Duration, error) {
-			if err := b.recipients(ctx, prefix, 1000); err != nil {
-				return nil, err
+	sizes := b.sizes(2_000, 200)
+	ds, err := b.atBothSizes("rs", sizes, func(prefix string, _, n int) ([]time.Duration, error) {
+		if err := b.recipients(ctx, prefix, 1000); err != nil {
+			return nil, err
+		}
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
+		posted, err := b.flood(n, func(i int) (string, string, []byte, int) {
+			to := make([]string, 10)
+			for k := range to {
+				to[k] = prefix + strconv.Itoa((i*37+k*101)%1000)
 			}
-			if err := b.settle(ctx); err != nil {
-				return nil, err
-			}
-			posted, err := b.flood(n, func(i int) (string, string, []byte, int) {
-				to := make([]string, 10)
-				for k := range to {
-					to[k] = prefix + strconv.Itoa((i*37+k*101)%1000)
-				}
-				return "POST", "/api/v1/events", event("bench.spam", "thread:"+strconv.Itoa(i%100), prefix+strconv.Itoa(i), to), 202
-			})
-			if err != nil {
-				return nil, err
-			}
-			retracted, err := b.flood(n, func(i int) (string, string, []byte, int) {
-				return "DELETE", "/api/v1/events?key=" + url.QueryEscape(prefix+strconv.Itoa(i)), nil, 200
-			})
-			return []time.Duration{posted, retracted}, err
+			return "POST", "/api/v1/events", event("bench.spam", "thread:"+strconv.Itoa(i%100), prefix+strconv.Itoa(i), to), 202
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		posted := ds[0]
-		retracts[i] = ds[1]
+		retracted, err := b.flood(n, func(i int) (string, string, []byte, int) {
+			return "DELETE", "/api/v1/events?key=" + url.QueryEscape(prefix+strconv.Itoa(i)), nil, 200
+		})
+		return []time.Duration{posted, retracted}, err
+	})
+	if err != nil {
+		return err
+	}
+	var rows []row
+	var retracts [2]time.Duration
+	for i, n := range sizes {
+		posted := ds[i][0]
+		retracts[i] = ds[i][1]
 		rows = append(rows, row{fmt.Sprintf("retract %d events (10 recipients each, %d clients) ÷ post them", n, floodClients),
 			fmt.Sprintf("%.2f (%s, %.0f/s ÷ %s)", retracts[i].Seconds()/posted.Seconds(), retracts[i].Round(time.Millisecond),
 				float64(n)/retracts[i].Seconds(), posted.Round(time.Millisecond))})
@@ -353,21 +384,22 @@ func (b *bench) digestPeak(ctx context.Context) error {
 	if err := b.putType("bench.note", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
 		return err
 	}
+	sizes := b.sizes(20_000, 2_000)
+	var waves [2][]waveResult
+	ds, err := b.atBothSizes("dp", sizes, func(prefix string, i, n int) ([]time.Duration, error) {
+		ds, wave, err := b.digestPeakOnce(ctx, prefix, n)
+		waves[i] = append(waves[i], wave)
+		return ds, err
+	})
+	if err != nil {
+		return err
+	}
 	var rows []row
 	var dailies [2]time.Duration
-	for i, n := range b.sizes(20_000, 2_000) {
-		var waves []waveResult
-		ds, err := b.medians(fmt.Sprintf("dp%d-", n), func(prefix string) ([]time.Duration, error) {
-			ds, wave, err := b.digestPeakOnce(ctx, prefix, n)
-			waves = append(waves, wave)
-			return ds, err
-		})
-		if err != nil {
-			return err
-		}
-		w := medianWave(waves)
-		cooldown, again := ds[0], ds[2]
-		dailies[i] = ds[1]
+	for i, n := range sizes {
+		w := medianWave(waves[i])
+		cooldown, again := ds[i][0], ds[i][2]
+		dailies[i] = ds[i][1]
 		rows = append(rows,
 			row{fmt.Sprintf("one event to %d recipients in 24 zones, daily digests ÷ the same in cool-down", n),
 				fmt.Sprintf("%.2f (%s ÷ %s)", dailies[i].Seconds()/cooldown.Seconds(), dailies[i].Round(time.Millisecond), cooldown.Round(time.Millisecond))},

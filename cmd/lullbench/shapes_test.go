@@ -8,24 +8,36 @@ import (
 	"time"
 )
 
-// TestMediansTakesEachFiguresMiddleTry: each figure is the middle of its
-// three tries, taken figure by figure (a try slow in one figure need not
-// be slow in the next: here the middle of the first figure is the third
-// try, of the second the second), each try gets recipients of its own,
-// no try's prefix beginning another's (the scenarios select a try's rows
-// with LIKE prefix || '%'), and an error stops the scenario.
-func TestMediansTakesEachFiguresMiddleTry(t *testing.T) {
-	tries := [][]time.Duration{{3, 10}, {1, 20}, {2, 30}}
-	var prefixes []string
-	got, err := (&bench{}).medians("in20000-", func(prefix string) ([]time.Duration, error) {
-		prefixes = append(prefixes, prefix)
-		return tries[len(prefixes)-1], nil
-	})
-	if err != nil || !slices.Equal(got, []time.Duration{2, 20}) {
-		t.Errorf("medians: %v, %v; want [2 20]", got, err)
+// TestAtBothSizesTakesTurns: the two sizes run in turn (1 ×, 5 ×, 1 ×,
+// 5 × …, so both see tables of about the same size); each figure of a
+// size is the middle of its three tries, taken figure by figure (a try
+// slow in one figure need not be slow in the next: here the middle of the
+// first figure is the third try, of the second the second); each try gets
+// recipients of its own, no try's prefix beginning another's (the
+// scenarios select a try's rows with LIKE prefix || '%'); and an error
+// stops the scenario.
+func TestAtBothSizesTakesTurns(t *testing.T) {
+	figures := map[int][][]time.Duration{
+		20000:  {{3, 10}, {1, 20}, {2, 30}},
+		100000: {{30, 100}, {10, 300}, {20, 200}},
 	}
-	if len(prefixes) != 3 {
-		t.Fatalf("prefixes %q, want three", prefixes)
+	var prefixes []string
+	var order []int
+	got, err := (&bench{}).atBothSizes("in", [2]int{20000, 100000}, func(prefix string, i, n int) ([]time.Duration, error) {
+		if want := [2]int{20000, 100000}[i]; n != want {
+			t.Errorf("size %d given as %d", i, n)
+		}
+		prefixes = append(prefixes, prefix)
+		order = append(order, n)
+		try := figures[n][0]
+		figures[n] = figures[n][1:]
+		return try, nil
+	})
+	if err != nil || !slices.Equal(got[0], []time.Duration{2, 20}) || !slices.Equal(got[1], []time.Duration{20, 200}) {
+		t.Errorf("atBothSizes: %v, %v; want [[2 20] [20 200]]", got, err)
+	}
+	if want := []int{20000, 100000, 20000, 100000, 20000, 100000}; !slices.Equal(order, want) {
+		t.Errorf("sizes ran in the order %v, want %v", order, want)
 	}
 	for i, p := range prefixes {
 		for j, q := range prefixes {
@@ -33,16 +45,16 @@ func TestMediansTakesEachFiguresMiddleTry(t *testing.T) {
 				t.Errorf("try %d's prefix %q begins try %d's %q", i, p, j, q)
 			}
 		}
-		if !strings.HasPrefix(p, "in20000-") {
+		if !strings.HasPrefix(p, "in") {
 			t.Errorf("prefix %q is not the scenario's", p)
 		}
 	}
 	failed := errors.New("event: 500")
-	if _, err := (&bench{}).medians("x-", func(string) ([]time.Duration, error) { return nil, failed }); !errors.Is(err, failed) {
+	if _, err := (&bench{}).atBothSizes("x", [2]int{1, 5}, func(string, int, int) ([]time.Duration, error) { return nil, failed }); !errors.Is(err, failed) {
 		t.Errorf("a failed try: %v, want %v", err, failed)
 	}
 	n := 0
-	if _, err := (&bench{}).medians("x-", func(string) ([]time.Duration, error) {
+	if _, err := (&bench{}).atBothSizes("x", [2]int{1, 5}, func(string, int, int) ([]time.Duration, error) {
 		n++
 		return make([]time.Duration, n), nil
 	}); err == nil {
