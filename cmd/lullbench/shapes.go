@@ -453,3 +453,81 @@ func (b *bench) digestPeakOnce(ctx context.Context, prefix string, n int) ([]tim
 		DELETE FROM river_job WHERE kind = 'flush_batch' AND state IN ('scheduled', 'available') AND (args->>'batch_id')::bigint IN (SELECT id FROM c)`, prefix)
 	return ds, w, err
 }
+
+// mixedPreferences: one event to an audience whose recipients chose
+// their own modes for its type, as a real audience has: a tenth
+// immediate, a tenth daily, a twentieth never, a fiftieth unsubscribed
+// from everything, the rest the type's cool-down; next to the same event
+// of a type nobody chose anything for. Then the time until the immediate
+// tenth's emails are all sent, counted from the mixed event's request.
+func (b *bench) mixedPreferences(ctx context.Context) error {
+	for _, typ := range []string{"bench.plain", "bench.mixed"} {
+		if err := b.putType(typ, `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+			return err
+		}
+	}
+	sizes := b.sizes(20_000, 2_000)
+	ds, err := b.atBothSizes("mx", sizes, func(prefix string, _, n int) ([]time.Duration, error) {
+		return b.mixedOnce(ctx, prefix, n)
+	})
+	if err != nil {
+		return err
+	}
+	var rows []row
+	var mixed [2]time.Duration
+	for i, n := range sizes {
+		plain, sent := ds[i][0], ds[i][2]
+		mixed[i] = ds[i][1]
+		rows = append(rows,
+			row{fmt.Sprintf("one event to %d recipients with modes of their own ÷ the same with none", n),
+				fmt.Sprintf("%.2f (%s ÷ %s)", mixed[i].Seconds()/plain.Seconds(), mixed[i].Round(time.Millisecond), plain.Round(time.Millisecond))},
+			row{fmt.Sprintf("the %d immediate emails all sent, from the request", (n+9)/10), sent.Round(time.Millisecond).String()})
+	}
+	rows = append(rows, growthRow("mixed", mixed))
+	b.report.add("Mixed preferences: an audience whose recipients chose their own modes", rows)
+	return nil
+}
+
+// mixedOnce stores n recipients named prefix… with their choices for
+// bench.mixed, posts an event of bench.plain and one of bench.mixed to
+// them, and returns the two times and the time from the second request
+// until the immediate emails were all received.
+func (b *bench) mixedOnce(ctx context.Context, prefix string, n int) ([]time.Duration, error) {
+	if err := b.recipients(ctx, prefix, n); err != nil {
+		return nil, err
+	}
+	if _, err := b.conn.Exec(ctx, `INSERT INTO type_preferences (recipient_id, type_key, mode)
+		SELECT $1 || i, 'bench.mixed', CASE i % 10 WHEN 0 THEN 'immediate' WHEN 1 THEN 'daily' ELSE 'never' END
+		FROM generate_series(0, $2 - 1) AS i WHERE i % 10 < 2 OR i % 20 = 2`, prefix, n); err != nil {
+		return nil, err
+	}
+	if _, err := b.conn.Exec(ctx, `UPDATE recipients SET unsubscribed = true
+		WHERE id IN (SELECT $1 || i FROM generate_series(3, $2 - 1, 50) AS i)`, prefix, n); err != nil {
+		return nil, err
+	}
+	if err := b.settle(ctx); err != nil {
+		return nil, err
+	}
+	audience := ids(prefix, 0, n)
+	plain, err := b.postTimed(event("bench.plain", "", "", audience))
+	if err != nil {
+		return nil, err
+	}
+	received := b.smtp.Received()
+	t0 := time.Now()
+	mixed, err := b.postTimed(event("bench.mixed", "", "", audience))
+	if err != nil {
+		return nil, err
+	}
+	immediate := (n + 9) / 10
+	for deadline := time.Now().Add(5 * time.Minute); b.smtp.Received()-received < immediate; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d immediate emails received in 5 minutes", b.smtp.Received()-received, immediate)
+		}
+	}
+	sent := time.Since(t0)
+	// The cool-down and daily batches are not part of the run: cancel
+	// them, so none falls due during a later scenario.
+	_, err = b.conn.Exec(ctx, `UPDATE batches SET state = 'canceled' WHERE state = 'open' AND recipient_id LIKE $1 || '%'`, prefix)
+	return []time.Duration{plain, mixed, sent}, err
+}
