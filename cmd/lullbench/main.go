@@ -42,7 +42,7 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
 	workers := flag.Int("workers", 300, "LULL_WORKERS for lull")
 	conns := flag.Int("smtp-connections", 100, "LULL_SMTP_CONNECTIONS for lull")
-	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, render once, inline, overlap, shared flood, retraction, digest peak, mixed, growth), and print them")
+	only := flag.String("only", "", "run just these scenarios, comma-separated (ingest, fan-out, flush wave, render once, inline, overlap, shared flood, retraction, digest peak, mixed, scattered, growth), and print them")
 	flag.Parse()
 	if err := run(context.Background(), *quick, *workers, *conns, *only, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lullbench:", err)
@@ -90,6 +90,7 @@ func run(ctx context.Context, quick bool, workers, conns int, only, out string) 
 		{"retraction", b.retractionStorm},
 		{"digest peak", b.digestPeak},
 		{"mixed", b.mixedPreferences},
+		{"scattered", b.scattered},
 		{"growth", b.growth},
 	} {
 		if only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {

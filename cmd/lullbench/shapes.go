@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // sizes is a scenario's 1 × and 5 × size: full in a full run, quick in
@@ -530,4 +532,64 @@ func (b *bench) mixedOnce(ctx context.Context, prefix string, n int) ([]time.Dur
 	// them, so none falls due during a later scenario.
 	_, err = b.conn.Exec(ctx, `UPDATE batches SET state = 'canceled' WHERE state = 'open' AND recipient_id LIKE $1 || '%'`, prefix)
 	return []time.Duration{plain, mixed, sent}, err
+}
+
+// scattered: one event to 100,000 recipients drawn at random from a
+// population of 1,000,000 named by UUID, each with history (a sent batch
+// holding three of the day's notifications), as an artist's followers
+// are scattered among a site's users; next to the same event to 100,000
+// new recipients whose ids run together (as the other scenarios' do),
+// posted on the same tables. An audience in one run of keys lands on
+// few index pages; a scattered one on a page of its own per recipient in
+// every index keyed by recipient.
+func (b *bench) scattered(ctx context.Context) error {
+	population, n := 1_000_000, 100_000
+	if b.quick {
+		population, n = 100_000, 10_000
+	}
+	if err := b.putType("bench.scatter", `{"default_mode":"cooldown","window":"1h","max_wait":"0"}`); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	rows, err := b.conn.Query(ctx, `
+		WITH pop AS (SELECT 's' || gen_random_uuid() AS id FROM generate_series(1, $1)),
+		     r AS (INSERT INTO recipients (id, email) SELECT id, id || '@bench.example' FROM pop RETURNING id),
+		     nb AS (INSERT INTO batches (recipient_id, batch_key, mode, state, opened_at, last_event_at, closes_at, item_count, processed_at)
+		            SELECT id, 'history', 'cooldown', 'sent', now() - interval '2 hours', now() - interval '2 hours',
+		                   now() - interval '1 hour', 3, now() - interval '1 hour' FROM r RETURNING id, recipient_id),
+		     nn AS (INSERT INTO notifications (event_id, recipient_id, type_key, batch_id, occurred_at, read_at)
+		            SELECT 0, recipient_id, 'bench.scatter', id, now() - interval '2 hours', now() FROM nb, generate_series(1, 3))
+		SELECT recipient_id FROM nb ORDER BY random() LIMIT $2`, population, n)
+	if err != nil {
+		return err
+	}
+	audience, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	setup := time.Since(t0)
+	if err := b.recipients(ctx, "sc-", n); err != nil {
+		return err
+	}
+	if err := b.settle(ctx); err != nil {
+		return err
+	}
+	scattered, err := b.postTimed(event("bench.scatter", "", "", audience))
+	if err != nil {
+		return err
+	}
+	if err := b.settle(ctx); err != nil {
+		return err
+	}
+	together, err := b.postTimed(event("bench.scatter", "", "", ids("sc-", 0, n)))
+	if err != nil {
+		return err
+	}
+	b.report.add("Scattered audience: followers drawn from a whole population", []row{
+		{fmt.Sprintf("population: %d recipients named by UUID, %d notifications of the day, written in", population, 3*population), setup.Round(time.Second).String()},
+		{fmt.Sprintf("one event to %d of them, drawn at random", n), fmt.Sprintf("%s (goal ≤ 2 s)", scattered.Round(time.Millisecond))},
+		{fmt.Sprintf("the same to %d new recipients whose ids run together", n), together.Round(time.Millisecond).String()},
+		{"scattered ÷ together", fmt.Sprintf("%.2f", scattered.Seconds()/together.Seconds())},
+	})
+	return nil
 }
