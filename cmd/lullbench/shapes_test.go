@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,14 +13,15 @@ import (
 // 5 × …, so both see tables of about the same size); each figure of a
 // size is the middle of its three tries, taken figure by figure (a try
 // slow in one figure need not be slow in the next: here the middle of the
-// first figure is the third try, of the second the second); each try gets
+// first figure is the third try, of the second the second; and no mean
+// of a figure's tries is its middle, so a mean would fail); each try gets
 // recipients of its own, no try's prefix beginning another's (the
 // scenarios select a try's rows with LIKE prefix || '%'); and an error
 // stops the scenario.
 func TestAtBothSizesTakesTurns(t *testing.T) {
 	figures := map[int][][]time.Duration{
-		20000:  {{3, 10}, {1, 20}, {2, 30}},
-		100000: {{30, 100}, {10, 300}, {20, 200}},
+		20000:  {{9, 10}, {1, 20}, {2, 90}},
+		100000: {{90, 100}, {10, 300}, {20, 210}},
 	}
 	var prefixes []string
 	var order []int
@@ -33,8 +35,8 @@ func TestAtBothSizesTakesTurns(t *testing.T) {
 		figures[n] = figures[n][1:]
 		return try, nil
 	})
-	if err != nil || !slices.Equal(got[0], []time.Duration{2, 20}) || !slices.Equal(got[1], []time.Duration{20, 200}) {
-		t.Errorf("atBothSizes: %v, %v; want [[2 20] [20 200]]", got, err)
+	if err != nil || !slices.Equal(got[0], []time.Duration{2, 20}) || !slices.Equal(got[1], []time.Duration{20, 210}) {
+		t.Errorf("atBothSizes: %v, %v; want [[2 20] [20 210]]", got, err)
 	}
 	if want := []int{20000, 100000, 20000, 100000, 20000, 100000}; !slices.Equal(order, want) {
 		t.Errorf("sizes ran in the order %v, want %v", order, want)
@@ -45,7 +47,7 @@ func TestAtBothSizesTakesTurns(t *testing.T) {
 				t.Errorf("try %d's prefix %q begins try %d's %q", i, p, j, q)
 			}
 		}
-		if !strings.HasPrefix(p, "in") {
+		if !strings.HasPrefix(p, fmt.Sprintf("in%d-", order[i])) {
 			t.Errorf("prefix %q is not the scenario's", p)
 		}
 	}
