@@ -110,6 +110,11 @@ func growthRow(what string, ts [2]time.Duration) row {
 		ts[1].Seconds()/ts[0].Seconds(), ts[1].Round(time.Millisecond), ts[0].Round(time.Millisecond))}
 }
 
+// ratio reports a ÷ b with both times, and note after them.
+func ratio(a, b time.Duration, note string) string {
+	return fmt.Sprintf("%.2f (%s ÷ %s%s)", a.Seconds()/b.Seconds(), a.Round(time.Millisecond), b.Round(time.Millisecond), note)
+}
+
 // event is a POST /api/v1/events body.
 func event(typ, batchKey, key string, recipients any) []byte {
 	body, _ := json.Marshal(map[string]any{"type": typ, "key": key, "batch_key": batchKey,
@@ -233,7 +238,7 @@ func (b *bench) overlap(ctx context.Context) error {
 		disjoint := ds[i][0]
 		overlaps[i] = ds[i][1]
 		rows = append(rows, row{fmt.Sprintf("two events to %d followers each, at once, overlapping by half ÷ not overlapping", n),
-			fmt.Sprintf("%.2f (%s ÷ %s)", overlaps[i].Seconds()/disjoint.Seconds(), overlaps[i].Round(time.Millisecond), disjoint.Round(time.Millisecond))})
+			ratio(overlaps[i], disjoint, "")})
 	}
 	rows = append(rows, growthRow("overlapping", overlaps))
 	b.report.add("Overlapping audiences: two artists whose followers overlap by half post at once", rows)
@@ -324,7 +329,7 @@ func (b *bench) sharedFlood(ctx context.Context) error {
 		fresh := ds[i][0]
 		shareds[i] = ds[i][1]
 		rows = append(rows, row{fmt.Sprintf("%d events × the same 50 recipients (%d clients), one shared batch_key ÷ fresh batches", n, floodClients),
-			fmt.Sprintf("%.2f (%s ÷ %s; goal ≤ 2)", shareds[i].Seconds()/fresh.Seconds(), shareds[i].Round(time.Millisecond), fresh.Round(time.Millisecond))})
+			ratio(shareds[i], fresh, "; goal ≤ 2")})
 	}
 	rows = append(rows, growthRow("shared", shareds))
 	b.report.add("Shared-batch flood: many events into the same open batches at once", rows)
@@ -408,7 +413,7 @@ func (b *bench) digestPeak(ctx context.Context) error {
 		dailies[i] = ds[i][1]
 		rows = append(rows,
 			row{fmt.Sprintf("one event to %d recipients in 24 zones, daily digests ÷ the same in cool-down", n),
-				fmt.Sprintf("%.2f (%s ÷ %s)", dailies[i].Seconds()/cooldown.Seconds(), dailies[i].Round(time.Millisecond), cooldown.Round(time.Millisecond))},
+				ratio(dailies[i], cooldown, "")},
 			row{fmt.Sprintf("a second event to the same %d, joining their digests ÷ the first", n),
 				fmt.Sprintf("%.2f (%s)", again.Seconds()/dailies[i].Seconds(), again.Round(time.Millisecond))},
 			row{fmt.Sprintf("one zone's %d digests due at once: digests/s, lateness p50 / p99 / max", n/24),
@@ -486,7 +491,7 @@ func (b *bench) mixedPreferences(ctx context.Context) error {
 		mixed[i] = ds[i][1]
 		rows = append(rows,
 			row{fmt.Sprintf("one event to %d recipients with modes of their own ÷ the same with none", n),
-				fmt.Sprintf("%.2f (%s ÷ %s)", mixed[i].Seconds()/plain.Seconds(), mixed[i].Round(time.Millisecond), plain.Round(time.Millisecond))},
+				ratio(mixed[i], plain, "")},
 			row{fmt.Sprintf("the %d immediate emails all sent, from the request", (n+9)/10), sent.Round(time.Millisecond).String()})
 	}
 	rows = append(rows, growthRow("mixed", mixed))
