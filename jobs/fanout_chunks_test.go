@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -286,6 +287,50 @@ func TestFanOutReadsAfterWaitingForAnotherEvent(t *testing.T) {
 	}
 	if got := b.count(t, `SELECT item_count FROM batches WHERE recipient_id = 'c9999'`); got != 2 {
 		t.Fatalf("c9999's batch holds %d items, want 2", got)
+	}
+}
+
+// TestFanOutRereadsWhatItReadAheadOfAWait: a fan-out to an audience with
+// no batch open reads its later chunks ahead of its writes, and one of
+// its first chunk's batches turns out to be opened meanwhile by another
+// event, which also unsubscribed a recipient of the third chunk. The
+// fan-out waits for that event, joins its batch, and routes the chunks it
+// had read before the wait as read after it: the unsubscribed recipient
+// gets a skip, not a notification.
+func TestFanOutRereadsWhatItReadAheadOfAWait(t *testing.T) {
+	t.Parallel()
+	b := postSetup(t)
+	const n = 30_001
+	ev := storedAudience(t, b, n, "post")
+	ids := make([]string, n)
+	for i, r := range ev.Recipients {
+		ids[i] = r.ID
+	}
+	slices.Sort(ids)
+	victim := ids[25_000] // third chunk; c0 is first in the first
+	now := b.clock.Now()
+	other := b.hold(t, `INSERT INTO batches (recipient_id, batch_key, type_key, mode, opened_at, last_event_at, closes_at, window_ms, item_count)
+		VALUES ('c0', 'post', 'post', 'cooldown', $1, $1, $2, 300000, 1)`, now.Add(-time.Minute), now.Add(4*time.Minute))
+	if _, err := other.Exec(context.Background(), `UPDATE recipients SET unsubscribed = true WHERE id = $1`, victim); err != nil {
+		t.Fatal(err)
+	}
+	// Commit once the read ahead rests, its third chunk read: idle for a
+	// while after a probe for open batches.
+	rested := `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+		AND state = 'idle' AND query LIKE '%batches_id_seq%' AND state_change < clock_timestamp() - interval '200 ms')`
+	res := b.ingestWhile(t, ev, other, func() {
+		for i := 0; i < 400 && !b.exists(t, rested); i++ {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}, true)
+	if res.Notifications != n-1 {
+		t.Errorf("%d notifications, want %d", res.Notifications, n-1)
+	}
+	if notes, skips := b.notified(t, victim); notes != 0 || skips != 1 {
+		t.Errorf("%s: %d notifications and %d skips, want none and a skip: routed as read before the wait", victim, notes, skips)
+	}
+	if got := b.count(t, `SELECT item_count FROM batches WHERE recipient_id = 'c0'`); got != 2 {
+		t.Errorf("c0's batch holds %d items, want 2: the other event's, joined", got)
 	}
 }
 

@@ -591,7 +591,7 @@ func (e *Engine) saveAhead(ctx context.Context, call ingestCall, order []int32, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	sa := &savedAhead{refs: rs, order: order, chunks: make([]chunkSaved, len(chunks)), done: make([]chan struct{}, len(chunks)),
-		room: make(chan struct{}, savedAheadAtMost), taken: make([]atomic.Bool, len(chunks)), joins: make(chan struct{}, len(chunks))}
+		room: make(chan struct{}, savedAheadAtMost), taken: make([]atomic.Bool, len(chunks)), joinCount: joinCount{wake: make(chan struct{}, 1)}}
 	for k := range sa.done {
 		sa.done[k] = make(chan struct{})
 	}
@@ -645,12 +645,8 @@ type savedAhead struct {
 	taken []atomic.Bool
 	stop  func()
 	// inTx says the transaction saved the chunks left (saveIn).
-	inTx bool
-	// joined counts the chunks whose batches the transaction joined, and
-	// joins wakes the save at each; metAt is joined's count once a chunk
-	// joined batches another event had opened (0 while none did).
-	joined, metAt atomic.Int32
-	joins         chan struct{}
+	inTx      bool
+	joinCount // the chunks the transaction joined, which wake the save
 }
 
 // chunkSaved is how saveAhead saved one chunk: known holds the settings
@@ -710,14 +706,7 @@ func (sa *savedAhead) joinedChunk(met bool) {
 	if sa == nil {
 		return
 	}
-	n := sa.joined.Add(1)
-	if met {
-		sa.metAt.Store(n)
-	}
-	select {
-	case sa.joins <- struct{}{}:
-	default:
-	}
+	sa.add(met)
 }
 
 // afterMet waits, once a chunk met another event's batches, until the
@@ -729,7 +718,7 @@ func (sa *savedAhead) joinedChunk(met bool) {
 func (sa *savedAhead) afterMet(ctx context.Context, k int) error {
 	for sa.metAt.Load() > 0 && sa.joined.Load() < int32(k) {
 		select {
-		case <-sa.joins:
+		case <-sa.wake:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -742,7 +731,7 @@ func (sa *savedAhead) afterMet(ctx context.Context, k int) error {
 // met another event's batches was joined. It is asked once the chunks
 // before k are joined, so no later chunk can change the answer.
 func (sa *savedAhead) current(k int) bool {
-	return sa.metAt.Load() <= sa.chunks[k].after
+	return sa.currentSince(sa.chunks[k].after)
 }
 
 // wait waits until chunk k is saved, and frees its place. The error is a
@@ -962,7 +951,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		in.joined = func(met bool) {
 			saved.joinedChunk(met)
 			if ahead != nil {
-				ahead.joined <- struct{}{}
+				ahead.add(met)
 			}
 		}
 	}
@@ -1000,9 +989,15 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			if pre, err = ahead.take(ctx); err != nil {
 				return nil, err
 			}
-			if pre == nil {
+			switch {
+			case pre == nil:
 				ahead.stop()
 				ahead = nil
+			case !ahead.current(pre):
+				// Read ahead of a join that met another event's batch,
+				// for which the transaction may have waited: it reads
+				// this chunk itself, seeing what that event committed.
+				pre = nil
 			}
 		}
 		if pre == nil && saved != nil {
