@@ -604,9 +604,16 @@ func JoinBatches(ctx context.Context, q Querier, joins []BatchJoin, now time.Tim
 }
 
 // JoinBatchesMeeting is JoinBatches that also says whether the joins met a
-// batch that was open already: joined it, or found it due or full and
-// sealed it. Only then can the statement have waited for another
-// transaction that committed.
+// batch that was open already: joined it, found it due or full and
+// sealed it, or met it in batches_one_open with a plain INSERT, then
+// undone. Only then can the statement have waited for another
+// transaction that committed, with one exception: a plain INSERT that
+// waited for a transaction which took the batch it met out of open
+// before committing (a flush, a cancel, a mark-read), and so met
+// nothing. Such a transaction changes only the state of batches (and
+// what they sent): a later chunk read before it commits sees them as
+// they stood a moment earlier, as if the event had come then, and a
+// batch it found open that is no longer is a hint the upsert corrects.
 func JoinBatchesMeeting(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) ([]JoinedBatch, bool, error) {
 	groups := groupJoins(joins)
 	out := make([]JoinedBatch, len(joins))
@@ -634,7 +641,7 @@ func JoinBatchesMeeting(ctx context.Context, q Querier, joins []BatchJoin, now t
 			counts[i] = min(counts[i], j.MaxItems)
 		}
 	}
-	rows, err := openOrJoin(ctx, q, first, counts, now)
+	rows, undone, err := openOrJoin(ctx, q, first, counts, now)
 	if err != nil {
 		return nil, false, err
 	}
@@ -649,7 +656,7 @@ func JoinBatchesMeeting(ctx context.Context, q Querier, joins []BatchJoin, now t
 			rest = append(rest, g)
 		}
 	}
-	met := len(rest) > 0 || slices.ContainsFunc(rows, func(b JoinedBatch) bool { return !b.Inserted })
+	met := undone || len(rest) > 0 || slices.ContainsFunc(rows, func(b JoinedBatch) bool { return !b.Inserted })
 	for len(rest) > 0 {
 		round := make([]BatchJoin, len(rest))
 		for i, g := range rest {
@@ -814,8 +821,9 @@ func joinEach(ctx context.Context, q Querier, joins []BatchJoin, now time.Time) 
 // since, the savepoint is rolled back, which undoes the INSERT and its
 // locks, and the joins are upserted instead. Splitting the joins between
 // an INSERT and an upsert would lock rows out of order and let two
-// events deadlock, so it is all of them or none.
-func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time) ([]JoinedBatch, error) {
+// events deadlock, so it is all of them or none. undone says the INSERT
+// was undone.
+func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int, now time.Time) (rows []JoinedBatch, undone bool, err error) {
 	fresh, hinted := len(joins) > 0, false
 	for _, j := range joins {
 		fresh = fresh && (j.Fresh || j.Mode == "immediate")
@@ -832,13 +840,17 @@ func openOrJoin(ctx context.Context, q Querier, joins []BatchJoin, counts []int,
 	case fresh && !hinted:
 		// Immediate joins only: batches_one_open leaves their rows out,
 		// so the INSERT meets nothing.
-		return insert()
+		rows, err = insert()
 	case !fresh || !inTx:
 		// A savepoint needs a transaction.
-		return upsertBatches(ctx, q, joins, counts, now)
+		rows, err = upsertBatches(ctx, q, joins, counts, now)
+	default:
+		rows, err = insertElse(ctx, q, "batches_one_open", insert, func() ([]JoinedBatch, error) {
+			undone = true
+			return upsertBatches(ctx, q, joins, counts, now)
+		})
 	}
-	return insertElse(ctx, q, "batches_one_open", insert,
-		func() ([]JoinedBatch, error) { return upsertBatches(ctx, q, joins, counts, now) })
+	return rows, undone, err
 }
 
 // insertElse runs insert, a plain INSERT, under a savepoint and, when it

@@ -134,6 +134,27 @@ func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 	storedNoEvent(t, b)
 }
 
+// TestFanOutRefusedWhileReadingAhead: a fan-out of five chunks to
+// recipients with no batch open reads chunks ahead while its ids are
+// checked, and one unknown, first in the request but last in byte order,
+// refuses it: named, nothing stored, and the read ahead is let finish
+// rather than cut off, so its connection goes back to the pool.
+func TestFanOutRefusedWhileReadingAhead(t *testing.T) {
+	t.Parallel()
+	b := postSetup(t)
+	ev := storedAudience(t, b, 40_001, "post")
+	ev.Recipients = slices.Insert(ev.Recipients, 3, batching.RecipientRef{ID: "nobody"})
+	refusedNaming(t, b, ev, "recipients[3]")
+	before := b.db.Pool.Stat().NewConnsCount()
+	for range 10 {
+		refusedNaming(t, b, ev, "recipients[3]")
+	}
+	if n := b.db.Pool.Stat().NewConnsCount() - before; n > 0 {
+		t.Errorf("10 refused fan-outs made the pool open %d new connections", n)
+	}
+	storedNoEvent(t, b)
+}
+
 // refusedNaming ingests ev and wants it refused with a validation error
 // whose first field is field, which it returns.
 func refusedNaming(t *testing.T, b *testBundle, ev *batching.Event, field string) preferences.FieldError {

@@ -978,6 +978,7 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			return nil, err
 		}
 	}
+	ahead.clear()
 	var parts *answerParts
 	if len(chunks) > 1 {
 		parts = newAnswerParts(len(chunks))
@@ -997,6 +998,12 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 				// Read ahead of a join that met another event's batch,
 				// for which the transaction may have waited: it reads
 				// this chunk itself, seeing what that event committed.
+				// A chunk that named an unknown recipient was the
+				// read's last: the transaction reads the rest too.
+				if pre.routed == nil {
+					ahead.stop()
+					ahead = nil
+				}
 				pre = nil
 			}
 		}

@@ -23,7 +23,9 @@ import (
 // starts after every lock the transaction waited for before it.
 //
 // Only joining batches waits for other events (JoinBatchesMeeting says
-// when it may have): read while the transaction waited, a chunk would
+// when it may have, and why the one wait it cannot tell, for a
+// transaction that took a chunk's batch out of open, changes nothing
+// another chunk reads): read while the transaction waited, a chunk would
 // miss what the event it waited for committed, such as an open batch or
 // an unsubscribe for a recipient of that chunk, which the transaction
 // reading for itself always sees. So while every chunk read so far opens
@@ -72,7 +74,11 @@ type readAhead struct {
 	next      chan loaded   // each chunk's settings and route, in order
 	joinCount               // the chunks the transaction joined, which wake the read
 	halt      chan struct{} // closed: read no further chunk (settle)
-	stop      func()
+	// cleared says no recipient of the event is unknown (clear): until
+	// then the read keeps to the chunk after the last joined, so that a
+	// refused event reads no more than it did.
+	cleared atomic.Bool
+	stop    func()
 }
 
 // prefetch starts reading chunks, in order, with a copy of r each. It
@@ -137,9 +143,9 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, save
 
 // await waits until chunk i may be read: once the chunk before it has
 // joined its batches or, while every chunk read opened new batches
-// (fresh) and no join met another event's, once the transaction has
-// joined all but readAheadAtMost of the chunks before it. It reports
-// false when the read must stop.
+// (fresh), the event's ids are known (clear) and no join met another
+// event's, once the transaction has joined all but readAheadAtMost of
+// the chunks before it. It reports false when the read must stop.
 func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 	for {
 		select {
@@ -148,7 +154,7 @@ func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 		default:
 		}
 		joined := int(ra.joined.Load())
-		if joined >= i || fresh && ra.metAt.Load() == 0 && joined >= i-readAheadAtMost {
+		if joined >= i || fresh && ra.cleared.Load() && ra.metAt.Load() == 0 && joined >= i-readAheadAtMost {
 			return true
 		}
 		select {
@@ -158,6 +164,15 @@ func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// clear tells the read that no recipient of the event is unknown: it
+// may read ahead of the transaction from now on. ra may be nil.
+func (ra *readAhead) clear() {
+	if ra != nil {
+		ra.cleared.Store(true)
+		ra.wakeUp()
 	}
 }
 
@@ -185,6 +200,11 @@ func (c *joinCount) add(met bool) {
 	if met {
 		c.metAt.Store(n)
 	}
+	c.wakeUp()
+}
+
+// wakeUp wakes whoever waits for a join, or leaves a token if none does.
+func (c *joinCount) wakeUp() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
