@@ -30,9 +30,9 @@ import (
 // an unsubscribe for a recipient of that chunk, which the transaction
 // reading for itself always sees. So while every chunk read so far opens
 // new batches (MarkFresh found none open: nothing to wait for) and no
-// join met another event's batch, a fan-out naming its recipients by id
-// reads up to readAheadAtMost chunks ahead, and its reads and writes
-// overlap whole; otherwise a chunk is read once the chunk before it has
+// join met another event's batch, a fan-out naming its recipients by id,
+// once they are all known to be stored, reads up to readAheadAtMost
+// chunks ahead, and its reads and writes overlap whole; otherwise a chunk is read once the chunk before it has
 // joined its batches. A chunk read before a join that did meet one is
 // read again by the transaction (readAhead.current).
 
