@@ -23,18 +23,18 @@ import (
 // starts after every lock the transaction waited for before it.
 //
 // Only joining batches waits for other events (JoinBatchesMeeting says
-// when it may have, and why the one wait it cannot tell, for a
-// transaction that took a chunk's batch out of open, changes nothing
-// another chunk reads): read while the transaction waited, a chunk would
-// miss what the event it waited for committed, such as an open batch or
-// an unsubscribe for a recipient of that chunk, which the transaction
-// reading for itself always sees. So while every chunk read so far opens
-// new batches (MarkFresh found none open: nothing to wait for) and no
-// join met another event's batch, a fan-out naming its recipients by id,
-// once they are all known to be stored, reads up to readAheadAtMost
-// chunks ahead, and its reads and writes overlap whole; otherwise a chunk is read once the chunk before it has
-// joined its batches. A chunk read before a join that did meet one is
-// read again by the transaction (readAhead.current).
+// when it may have, and why the one wait it cannot tell does no harm):
+// read while the transaction waited, a chunk would miss what the event
+// it waited for committed, such as an open batch or an unsubscribe for a
+// recipient of that chunk, which the transaction reading for itself
+// always sees. So while every chunk read so far opens new batches
+// (MarkFresh found none open: nothing to wait for) and no join met
+// another event's batch, a fan-out naming its recipients by id, once
+// they are all known to be stored, reads up to readAheadAtMost chunks
+// ahead, and its reads and writes overlap whole; otherwise a chunk is
+// read once the chunk before it has joined its batches. A chunk read
+// before a join that did meet one is read again by the transaction
+// (readAhead.current).
 
 // prefetchWait bounds how long a fan-out waits for the second connection
 // while it holds its transaction's: two fan-outs each holding one of the
