@@ -998,12 +998,6 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 				// Read ahead of a join that met another event's batch,
 				// for which the transaction may have waited: it reads
 				// this chunk itself, seeing what that event committed.
-				// A chunk that named an unknown recipient was the
-				// read's last: the transaction reads the rest too.
-				if pre.routed == nil {
-					ahead.stop()
-					ahead = nil
-				}
 				pre = nil
 			}
 		}

@@ -234,15 +234,16 @@ func (ra *readAhead) settle() {
 
 // take returns the next chunk's settings and route, or why there are
 // none: the request ended, or the read failed. It returns nil and no
-// error when the read waited too long for a table lock, or failed but
-// was not current (the transaction would read it again anyway): the
-// caller then reads this chunk and the rest in its transaction.
+// error when the read waited too long for a table lock, or ended with a
+// chunk that was not current (the transaction reads that again anyway)
+// and that failed or named an unknown recipient: the caller then reads
+// this chunk and the rest in its transaction.
 func (ra *readAhead) take(ctx context.Context) (*loaded, error) {
 	l, ok := <-ra.next
 	switch {
 	case !ok:
 		return nil, cmp.Or(ctx.Err(), errors.New("reading ahead stopped"))
-	case db.IsLockTimeout(l.err), l.err != nil && !ra.current(&l):
+	case db.IsLockTimeout(l.err), !ra.current(&l) && (l.err != nil || l.routed == nil):
 		return nil, nil
 	case l.err != nil:
 		return nil, l.err
