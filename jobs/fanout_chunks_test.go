@@ -135,10 +135,11 @@ func TestFanOutNamesAnUnknownRecipientInALaterChunk(t *testing.T) {
 }
 
 // TestFanOutRefusedWhileReadingAhead: a fan-out of five chunks to
-// recipients with no batch open reads chunks ahead while its ids are
-// checked, and one unknown, first in the request but last in byte order,
-// refuses it: named, nothing stored, and the read ahead is let finish
-// rather than cut off, so its connection goes back to the pool.
+// recipients with no batch open reads chunks ahead while it writes the
+// first, and one unknown, first in the request but last in byte order,
+// refuses it when its chunk is read: named, nothing stored, and the read
+// ahead is let finish rather than cut off, so its connection goes back
+// to the pool.
 func TestFanOutRefusedWhileReadingAhead(t *testing.T) {
 	t.Parallel()
 	b := postSetup(t)
@@ -152,6 +153,11 @@ func TestFanOutRefusedWhileReadingAhead(t *testing.T) {
 	if n := b.db.Pool.Stat().NewConnsCount() - before; n > 0 {
 		t.Errorf("10 refused fan-outs made the pool open %d new connections", n)
 	}
+	// Another unknown id, last in the request and first in byte order,
+	// is the one the first chunk finds: the first in the request is
+	// still the one named.
+	ev.Recipients = append(ev.Recipients, batching.RecipientRef{ID: "0nobody"})
+	refusedNaming(t, b, ev, "recipients[3]")
 	storedNoEvent(t, b)
 }
 

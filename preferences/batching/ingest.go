@@ -955,30 +955,6 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 			}
 		}
 	}
-	if len(ids) > fanOutChunk && saved == nil {
-		// Refuse an unknown recipient before writing any chunk, naming the
-		// first in the request, while the first chunk is read ahead: the
-		// transaction would wait for that read anyway. (A recipient created
-		// by another request between the read and the check is seen by
-		// the check only; the chunk's settings then lack it, and the event
-		// is refused naming it, as if it had come a moment earlier.)
-		// Recipients given inline were saved by now, so only bare ids are
-		// asked: all of ids unless some were given inline. saveAhead, when
-		// it saves the inline ones, has asked already.
-		bare := ids
-		if saving {
-			bare = bareIDs(call.ev.Recipients, m.order)
-		}
-		unknown, err := db.UnknownRecipients(ctx, tx, bare)
-		if err == nil && len(unknown) > 0 {
-			err = m.unknownRecipient(unknown)
-		}
-		if err != nil {
-			ahead.settle()
-			return nil, err
-		}
-	}
-	ahead.clear()
 	var parts *answerParts
 	if len(chunks) > 1 {
 		parts = newAnswerParts(len(chunks))
@@ -1010,7 +986,8 @@ func (e *Engine) ingestTx(ctx context.Context, tx pgx.Tx, call ingestCall) (*Ing
 		err := in.part(ctx, []share{{m, chunk}}, pre)
 		var unknown *unknownError
 		if errors.As(err, &unknown) {
-			return nil, m.err
+			ahead.settle()
+			return nil, m.refuseFanOut(ctx, tx, len(chunks) > 1)
 		}
 		if err != nil {
 			return nil, err
@@ -1161,6 +1138,24 @@ func (m *member) unknownRecipient(unknown []string) error {
 		}
 	}
 	return fmt.Errorf("unknown recipients %v", unknown)
+}
+
+// refuseFanOut is the error for an event whose chunk named a recipient
+// not stored. A fan-out of several chunks is not checked before its
+// first write: each chunk's read finds the recipients it lacks, and the
+// event is refused and rolled back there, having cost at most what it
+// would have had it been accepted. That chunk's error names the first
+// unknown recipient of the chunk; the whole list is asked again here,
+// which only a refused event pays, to name the first in the request.
+func (m *member) refuseFanOut(ctx context.Context, q db.Querier, chunked bool) error {
+	if !chunked {
+		return m.err
+	}
+	unknown, err := db.UnknownRecipients(ctx, q, m.ids)
+	if err != nil || len(unknown) == 0 {
+		return m.err
+	}
+	return m.unknownRecipient(unknown)
 }
 
 // unknownError says which members name recipients that do not exist; each

@@ -29,9 +29,8 @@ import (
 // recipient of that chunk, which the transaction reading for itself
 // always sees. So while every chunk read so far opens new batches
 // (MarkFresh found none open: nothing to wait for) and no join met
-// another event's batch, a fan-out naming its recipients by id, once
-// they are all known to be stored, reads up to readAheadAtMost chunks
-// ahead, and its reads and writes overlap whole; otherwise a chunk is
+// another event's batch, a fan-out naming its recipients by id reads up
+// to readAheadAtMost chunks ahead, and its reads and writes overlap whole; otherwise a chunk is
 // read once the chunk before it has joined its batches. A chunk read
 // before a join that did meet one is read again by the transaction
 // (readAhead.current).
@@ -74,11 +73,7 @@ type readAhead struct {
 	next      chan loaded   // each chunk's settings and route, in order
 	joinCount               // the chunks the transaction joined, which wake the read
 	halt      chan struct{} // closed: read no further chunk (settle)
-	// cleared says no recipient of the event is unknown (clear): until
-	// then the read keeps to the chunk after the last joined, so that a
-	// refused event reads no more than it did.
-	cleared atomic.Bool
-	stop    func()
+	stop      func()
 }
 
 // prefetch starts reading chunks, in order, with a copy of r each. It
@@ -143,9 +138,8 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, save
 
 // await waits until chunk i may be read: once the chunk before it has
 // joined its batches or, while every chunk read opened new batches
-// (fresh), the event's ids are known (clear) and no join met another
-// event's, once the transaction has joined all but readAheadAtMost of
-// the chunks before it. It reports false when the read must stop.
+// (fresh) and no join met another event's, once the transaction has
+// joined all but readAheadAtMost of the chunks before it. It reports false when the read must stop.
 func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 	for {
 		select {
@@ -154,7 +148,7 @@ func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 		default:
 		}
 		joined := int(ra.joined.Load())
-		if joined >= i || fresh && ra.cleared.Load() && ra.metAt.Load() == 0 && joined >= i-readAheadAtMost {
+		if joined >= i || fresh && ra.metAt.Load() == 0 && joined >= i-readAheadAtMost {
 			return true
 		}
 		select {
@@ -164,15 +158,6 @@ func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 		case <-ctx.Done():
 			return false
 		}
-	}
-}
-
-// clear tells the read that no recipient of the event is unknown: it
-// may read ahead of the transaction from now on. ra may be nil.
-func (ra *readAhead) clear() {
-	if ra != nil {
-		ra.cleared.Store(true)
-		ra.wakeUp()
 	}
 }
 
