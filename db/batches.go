@@ -240,6 +240,15 @@ type BatchFilter struct {
 	Limit                   int
 }
 
+// anyBatch is true of every batch: each of its arms is the condition of
+// one of the two indexes that hold a recipient's batches between them,
+// the open batches an event may join in batches_one_open, every other
+// in batches_recipient, so that a fan-out opening 100,000 batches writes
+// one index keyed by recipient, not two. Beside recipient_id = …, it lets
+// PostgreSQL read both (a BitmapOr); a query asking for one side only
+// (state = 'sent') reads its index alone.
+const anyBatch = `((state = 'open' AND mode <> 'immediate' AND NOT sealed) OR state <> 'open' OR mode = 'immediate' OR sealed)`
+
 // ListBatches returns batches newest first, keyset-paged by id so a page
 // deep in millions of rows costs the same as the first. It is planned for
 // the filter it is given (listPlan), so that a page of open batches reads
@@ -249,9 +258,15 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
 	}
+	// A recipient's batches are in two indexes (anyBatch); the
+	// condition only joins a query that names one.
+	ofRecipient := "$2 = ''"
+	if f.Recipient != "" {
+		ofRecipient = "recipient_id = $2 AND " + anyBatch
+	}
 	rows, err := q.Query(ctx, `
 		SELECT `+batchColumns+` FROM batches
-		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR recipient_id = $2)
+		WHERE ($1 = '' OR state = $1) AND `+ofRecipient+`
 		  AND ($3 = '' OR type_key = $3) AND ($4 = '' OR batch_key = $4)
 		  AND ($5::bigint = 0 OR id < $5)
 		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)
@@ -431,7 +446,7 @@ func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey s
 		  AND NOT sealed AND closes_at > $4
 		UNION ALL
 		SELECT recipient_id, false, max(last_event_at) FROM batches
-		WHERE recipient_id = ANY($2) AND batch_key = $3
+		WHERE recipient_id = ANY($2) AND batch_key = $3 AND `+anyBatch+`
 		GROUP BY recipient_id`, listPlan, ids, lead, batchKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("last activity: %w", err)

@@ -10,6 +10,14 @@ import (
 	"github.com/lull-dev/lull/preferences"
 )
 
+// anyNotification is true of every notification: its arms are the
+// conditions of the two indexes that hold a recipient's notifications
+// between them, unread ones in notifications_unread, read or retracted
+// ones in notifications_read, so that a fan-out writes one index keyed by
+// recipient per notification, not two. Beside recipient_id = …, it lets
+// PostgreSQL read both (a BitmapOr).
+const anyNotification = `((read_at IS NULL AND retracted_at IS NULL) OR read_at IS NOT NULL OR retracted_at IS NOT NULL)`
+
 // FeedItem is one notification in a recipient's in-app feed.
 type FeedItem struct {
 	Item
@@ -23,13 +31,22 @@ type FeedItem struct {
 // has read past maxBytes, and then reports cut; the first item is always
 // read.
 func Feed(ctx context.Context, q Querier, recipientID string, before int64, limit int, unreadOnly bool, maxBytes int) (items []FeedItem, cut bool, err error) {
+	// Unread and read notifications are in indexes of their own
+	// (anyNotification): each gives its newest, and the page is the
+	// newest of both.
 	rows, err := q.Query(ctx, `
+		WITH mine AS (
+		    (SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications
+		     WHERE recipient_id = $1 AND read_at IS NULL AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2)
+		     ORDER BY id DESC LIMIT $3)
+		    UNION ALL
+		    (SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications
+		     WHERE recipient_id = $1 AND read_at IS NOT NULL AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2) AND NOT $4
+		     ORDER BY id DESC LIMIT $3))
 		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.read_at, n.seen_at, e.batch_key
-		FROM notifications n
+		FROM (SELECT * FROM mine ORDER BY id DESC LIMIT $3) n
 		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
-		WHERE n.recipient_id = $1 AND n.retracted_at IS NULL
-		  AND ($2::bigint = 0 OR n.id < $2) AND (NOT $4 OR n.read_at IS NULL)
-		ORDER BY n.id DESC LIMIT $3`, recipientID, before, limit, unreadOnly)
+		ORDER BY n.id DESC`, recipientID, before, limit, unreadOnly)
 	if err != nil {
 		return nil, false, fmt.Errorf("feed: %w", err)
 	}
@@ -105,7 +122,7 @@ func CountFeed(ctx context.Context, q Querier, recipientID string) (*FeedCounts,
 // here waited on such a flush while it waited on us.
 func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, before, now time.Time) (int, []Removal, error) {
 	rows, err := q.Query(ctx, `
-		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open'
+		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open' AND `+anyBatch+`
 		ORDER BY batch_key = $2, batch_key COLLATE "C", id FOR UPDATE`, recipientID, preferences.HeldKey)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: lock batches: %w", err)
@@ -120,7 +137,7 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	// and no other opens while this holds it.
 	rows, err = q.Query(ctx, `
 		SELECT id FROM batches WHERE recipient_id = $1 AND state = 'open' AND batch_key = $2
-		  AND id <> ALL($3) FOR UPDATE`, recipientID, preferences.HeldKey, locked)
+		  AND id <> ALL($3) AND `+anyBatch+` FOR UPDATE`, recipientID, preferences.HeldKey, locked)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: lock held digest: %w", err)
 	}
@@ -131,7 +148,7 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 	locked = append(locked, held...)
 	tag, err := q.Exec(ctx, `
 		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
-		WHERE recipient_id = $1 AND read_at IS NULL
+		WHERE recipient_id = $1 AND read_at IS NULL AND `+anyNotification+`
 		  AND (id = ANY($2::bigint[]) OR (coalesce(cardinality($2::bigint[]), 0) = 0 AND occurred_at < $3))
 		  AND (batch_id = ANY($5) OR NOT EXISTS (SELECT 1 FROM batches b WHERE b.id = batch_id AND b.state = 'open'))`,
 		recipientID, ids, before, now, locked)
@@ -181,7 +198,7 @@ func recountForRead(ctx context.Context, q Querier, ids []int64, now time.Time) 
 func MarkSeen(ctx context.Context, q Querier, recipientID string, ids []int64, now time.Time) (int, error) {
 	tag, err := q.Exec(ctx, `
 		UPDATE notifications SET seen_at = $3
-		WHERE recipient_id = $1 AND seen_at IS NULL AND (coalesce(cardinality($2::bigint[]), 0) = 0 OR id = ANY($2::bigint[]))`, recipientID, ids, now)
+		WHERE recipient_id = $1 AND seen_at IS NULL AND `+anyNotification+` AND (coalesce(cardinality($2::bigint[]), 0) = 0 OR id = ANY($2::bigint[]))`, recipientID, ids, now)
 	if err != nil {
 		return 0, fmt.Errorf("mark seen: %w", err)
 	}

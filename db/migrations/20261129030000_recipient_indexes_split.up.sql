@@ -1,0 +1,26 @@
+-- A fan-out writes each of its batches and notifications into every index
+-- of their tables, and an index keyed by recipient costs it the most: a
+-- follower's entry lands on a page of its own among a million other
+-- recipients'. Each table had two such indexes whose rows overlapped: an
+-- open batch an event may join was in batches_one_open and in
+-- batches_recipient, an unread notification in notifications_unread and
+-- in notifications_recipient. Each pair now splits its rows instead, so a
+-- new batch or notification goes into one index keyed by recipient, not
+-- two. A recipient's whole list is read from both, which PostgreSQL
+-- combines (db.anyBatch, db.anyNotification). A flush, a mark-read or a
+-- retraction already wrote every index anew for the row it changed (the
+-- state or read_at it sets is in the indexes' conditions), so moving the
+-- row from one index of a pair to the other costs them nothing more.
+--
+-- Building the new indexes reads the two tables once; on a large database
+-- the upgrade holds their writes meanwhile, as any index build here does.
+DROP INDEX IF EXISTS batches_recipient;
+CREATE INDEX batches_recipient ON batches (recipient_id, id)
+    WHERE state <> 'open' OR mode = 'immediate' OR sealed;
+
+DROP INDEX IF EXISTS notifications_unread;
+DROP INDEX IF EXISTS notifications_recipient;
+CREATE INDEX notifications_unread ON notifications (recipient_id, id)
+    WHERE read_at IS NULL AND retracted_at IS NULL;
+CREATE INDEX notifications_read ON notifications (recipient_id, id)
+    WHERE read_at IS NOT NULL OR retracted_at IS NOT NULL;

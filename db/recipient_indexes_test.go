@@ -1,0 +1,212 @@
+package db_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lull-dev/lull/db"
+)
+
+// A recipient's batches and notifications are each split between two
+// indexes keyed by recipient (open batches an event may join and the
+// rest; unread notifications and the rest), so that a fan-out writes one
+// of each, not two. Every read of a recipient's list must still find all
+// of it, and find it through those indexes: no scan of either table that
+// tests recipient_id row by row.
+func TestRecipientListsReadBothHalvesOfTheirIndexes(t *testing.T) {
+	t.Parallel()
+	d := freshDB(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Microsecond)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO notification_types (key, name, item_text, group_text) VALUES ('post', 'Post', 'x', 'x')`)
+	exec(`INSERT INTO recipients (id, email) VALUES ('r', 'r@example.com'), ('other', 'o@example.com')`)
+	// One batch of each kind: joinable (batches_one_open), open
+	// immediate, open sealed, sent; another recipient's beside them.
+	exec(`INSERT INTO batches (id, recipient_id, batch_key, type_key, mode, state, sealed, opened_at, last_event_at, closes_at, item_count) VALUES
+		(1, 'r', 'k', 'post', 'cooldown', 'open', false, $1, $1, $1::timestamptz + interval '1 hour', 1),
+		(2, 'r', 'k', 'post', 'immediate', 'open', false, $1, $1, $1, 1),
+		(3, 'r', 'k', 'post', 'cooldown', 'open', true, $1, $1, $1::timestamptz + interval '1 hour', 1),
+		(4, 'r', 'k', 'post', 'cooldown', 'sent', false, $1, $1::timestamptz - interval '1 day', $1, 1),
+		(5, 'other', 'k', 'post', 'cooldown', 'open', false, $1, $1, $1::timestamptz + interval '1 hour', 1)`, now)
+	exec(`INSERT INTO events (id, created_at, type_key, occurred_at) VALUES (1, $1, 'post', $1)`, now)
+	// Notifications unread, read, retracted, and another recipient's.
+	exec(`INSERT INTO notifications (id, created_at, event_id, recipient_id, type_key, batch_id, occurred_at, read_at, retracted_at) VALUES
+		(1, $1, 1, 'r', 'post', 1, $1, NULL, NULL),
+		(2, $1, 1, 'r', 'post', 4, $1, $1, NULL),
+		(3, $1, 1, 'r', 'post', 1, $1, NULL, $1),
+		(4, $1, 1, 'r', 'post', 3, $1, NULL, NULL),
+		(5, $1, 1, 'other', 'post', 5, $1, NULL, NULL)`, now)
+	// Other recipients' rows, so that one recipient's are few among them,
+	// as they are in any real table.
+	exec(`INSERT INTO batches (id, recipient_id, batch_key, type_key, mode, state, opened_at, last_event_at, closes_at, item_count)
+		SELECT 100 + i, 'o' || i, 'k', 'post', 'cooldown', (ARRAY['open', 'sent'])[1 + i % 2], $1, $1, $1, 1 FROM generate_series(1, 5000) AS i`, now)
+	exec(`INSERT INTO notifications (id, created_at, event_id, recipient_id, type_key, occurred_at, read_at)
+		SELECT 100 + i, $1, 1, 'o' || i, 'post', $1, CASE WHEN i % 2 = 0 THEN $1::timestamptz END FROM generate_series(1, 5000) AS i`, now)
+	exec(`ANALYZE batches, notifications`)
+
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			return err
+		}
+		q := &explaining{t: t, tx: tx, parents: map[string]string{}}
+		rows, err := tx.Query(ctx, `SELECT c.relname::text, p.relname::text FROM pg_inherits i
+			JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relkind = 'I'`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var child, parent string
+			if err := rows.Scan(&child, &parent); err != nil {
+				return err
+			}
+			q.parents[child] = parent
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+
+		batches, err := db.ListBatches(ctx, q, db.BatchFilter{Recipient: "r"})
+		if err != nil || len(batches) != 4 || batches[0].ID != 4 || batches[3].ID != 1 {
+			t.Errorf("ListBatches: %d batches (%v), want r's 4 newest first", len(batches), err)
+		}
+		q.check("ListBatches", "batches_one_open", "batches_recipient")
+
+		act, err := db.LastActivity(ctx, q, []string{"r"}, []string{"r"}, "k", now)
+		if err != nil || !act["r"].HasOpen || !act["r"].Last.Equal(now) {
+			t.Errorf("LastActivity: %+v (%v), want an open batch and the last event at %v", act, err, now)
+		}
+		q.check("LastActivity", "batches_one_open", "batches_recipient")
+
+		items, _, err := db.Feed(ctx, q, "r", 0, 10, false, 1<<20)
+		if got := feedIDs(items); err != nil || got != "4 2 1" {
+			t.Errorf("Feed: %s (%v), want 4 2 1", got, err)
+		}
+		q.check("Feed", "notifications_unread", "notifications_read")
+		items, _, err = db.Feed(ctx, q, "r", 4, 1, false, 1<<20)
+		if got := feedIDs(items); err != nil || got != "2" {
+			t.Errorf("Feed after 4, one item: %s (%v), want 2", got, err)
+		}
+		items, _, err = db.Feed(ctx, q, "r", 0, 10, true, 1<<20)
+		if got := feedIDs(items); err != nil || got != "4 1" {
+			t.Errorf("unread Feed: %s (%v), want 4 1", got, err)
+		}
+		q.check("unread Feed", "notifications_unread")
+
+		counts, err := db.CountFeed(ctx, q, "r")
+		if err != nil || counts.Unread != 2 {
+			t.Errorf("CountFeed: %+v (%v), want 2 unread", counts, err)
+		}
+		q.check("CountFeed", "notifications_unread")
+
+		if n, err := db.MarkSeen(ctx, q, "r", nil, now); err != nil || n != 4 {
+			t.Errorf("MarkSeen marked %d (%v), want all 4 of r's", n, err)
+		}
+		q.check("MarkSeen", "notifications_unread", "notifications_read")
+
+		// Marking everything read locks r's three open batches.
+		n, _, err := db.MarkRead(ctx, q, "r", nil, now.Add(time.Second), now)
+		if err != nil || n != 3 {
+			t.Errorf("MarkRead marked %d (%v), want r's 3 unread (one retracted)", n, err)
+		}
+		q.check("MarkRead", "batches_one_open", "batches_recipient", "notifications_unread", "notifications_read")
+		return errRollback
+	})
+	if err != errRollback {
+		t.Fatal(err)
+	}
+}
+
+func feedIDs(items []db.FeedItem) string {
+	var ids []string
+	for _, it := range items {
+		ids = append(ids, fmt.Sprint(it.NotificationID))
+	}
+	return strings.Join(ids, " ")
+}
+
+// explaining is a db.Querier that plans each statement before running
+// it, and keeps the plans for check.
+type explaining struct {
+	t     *testing.T
+	tx    pgx.Tx
+	plans []string
+	// parents names the partitioned index each partition's index is part
+	// of: PostgreSQL names the latter after its table and columns, the
+	// same for two indexes on the same columns.
+	parents map[string]string
+}
+
+func (e *explaining) explain(sql string, args []any) {
+	var plan string
+	if err := e.tx.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		e.t.Fatalf("explain %s: %v", sql, err)
+	}
+	e.plans = append(e.plans, plan)
+}
+
+func (e *explaining) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	e.explain(sql, args)
+	return e.tx.Exec(ctx, sql, args...)
+}
+
+func (e *explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	e.explain(sql, args)
+	return e.tx.Query(ctx, sql, args...)
+}
+
+func (e *explaining) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	e.explain(sql, args)
+	return e.tx.QueryRow(ctx, sql, args...)
+}
+
+// check wants the plans since the last check to read each index named
+// (or its partitions') and to test recipient_id in no scan's filter:
+// every recipient is found through an index. It forgets the plans.
+func (e *explaining) check(what string, indexes ...string) {
+	e.t.Helper()
+	seen := map[string]bool{}
+	for _, p := range e.plans {
+		var root []struct{ Plan map[string]any }
+		if err := json.Unmarshal([]byte(p), &root); err != nil {
+			e.t.Fatal(err)
+		}
+		var walk func(n map[string]any)
+		walk = func(n map[string]any) {
+			if name, ok := n["Index Name"].(string); ok {
+				seen[cmp.Or(e.parents[name], name)] = true
+			}
+			rel, _ := n["Relation Name"].(string)
+			// A bitmap's heap scan tests again what its index scans found.
+			f, _ := n["Filter"].(string)
+			filtered := strings.Contains(f, "recipient_id") && n["Node Type"] != "Bitmap Heap Scan"
+			if filtered || n["Node Type"] == "Seq Scan" && (rel == "batches" || strings.HasPrefix(rel, "notifications")) {
+				e.t.Errorf("%s: %s on %v filters recipients row by row: %v", what, n["Node Type"], n["Relation Name"], n["Filter"])
+			}
+			children, _ := n["Plans"].([]any)
+			for _, c := range children {
+				walk(c.(map[string]any))
+			}
+		}
+		walk(root[0].Plan)
+	}
+	for _, want := range indexes {
+		if !seen[want] {
+			e.t.Errorf("%s read no %s (indexes read: %v)", what, want, seen)
+		}
+	}
+	e.plans = nil
+}
