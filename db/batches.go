@@ -247,7 +247,11 @@ type BatchFilter struct {
 // one index keyed by recipient, not two. Beside recipient_id = …, it lets
 // PostgreSQL read both (a BitmapOr); a query asking for one side only
 // (state = 'sent') reads its index alone.
-const anyBatch = `((state = 'open' AND mode <> 'immediate' AND NOT sealed) OR state <> 'open' OR mode = 'immediate' OR sealed)`
+const anyBatch = `(` + joinable + ` OR state <> 'open' OR mode = 'immediate' OR sealed)`
+
+// joinable is batches_one_open's condition: an open batch an event may
+// join. Its negation is batches_recipient's.
+const joinable = `(state = 'open' AND mode <> 'immediate' AND NOT sealed)`
 
 // ListBatches returns batches newest first, keyset-paged by id so a page
 // deep in millions of rows costs the same as the first. It is planned for

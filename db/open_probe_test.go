@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -130,26 +131,13 @@ func explainAnalyze(t *testing.T, d *db.DB, sql string, args []any) string {
 	ctx := context.Background()
 	// EXECUTE takes no parameters of its own: the arguments go in as
 	// literals.
-	params := make([]string, len(args))
-	for i, a := range args {
-		switch a := a.(type) {
-		case []string:
-			quoted := make([]string, len(a))
-			for j, v := range a {
-				quoted[j] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
-			}
-			params[i] = "'{" + strings.ReplaceAll(strings.Join(quoted, ","), "'", "''") + "}'::text[]"
-		default:
-			params[i] = fmt.Sprint(a)
-		}
-	}
 	var plan string
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `PREPARE probe AS `+sql+`; SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 			return err
 		}
 		defer tx.Exec(ctx, `DEALLOCATE probe`)
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) EXECUTE probe("+strings.Join(params, ", ")+")").Scan(&plan); err != nil {
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) EXECUTE probe("+literals(args)+")").Scan(&plan); err != nil {
 			return err
 		}
 		return errRollback
@@ -158,6 +146,36 @@ func explainAnalyze(t *testing.T, d *db.DB, sql string, args []any) string {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// literals writes args as SQL literals, for EXECUTE, which takes no
+// parameters of its own.
+func literals(args []any) string {
+	quote := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+	params := make([]string, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			params[i] = quote(a) + "::text"
+		case []string:
+			quoted := make([]string, len(a))
+			for j, v := range a {
+				quoted[j] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+			}
+			params[i] = quote("{"+strings.Join(quoted, ",")+"}") + "::text[]"
+		case []int64:
+			ns := make([]string, len(a))
+			for j, v := range a {
+				ns[j] = fmt.Sprint(v)
+			}
+			params[i] = quote("{"+strings.Join(ns, ",")+"}") + "::bigint[]"
+		case time.Time:
+			params[i] = quote(a.Format(time.RFC3339Nano)) + "::timestamptz"
+		default:
+			params[i] = fmt.Sprint(a)
+		}
+	}
+	return strings.Join(params, ", ")
 }
 
 var errRollback = errors.New("rolled back on purpose")
