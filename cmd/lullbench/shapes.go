@@ -623,7 +623,9 @@ func (b *bench) scattered(ctx context.Context) error {
 }
 
 // population stores size recipients named by UUID, each with a sent
-// batch of three notifications, and returns the n whose ids come first
+// batch of three notifications left unread (emailed, never opened in
+// the app: in the index of unread notifications, which a fan-out's
+// notifications join), and returns the n whose ids come first
 // in byte order, and n others drawn at random from the rest.
 func (b *bench) population(ctx context.Context, size, n int) (first, scattered []string, err error) {
 	if _, err := b.conn.Exec(ctx, `
@@ -633,7 +635,7 @@ func (b *bench) population(ctx context.Context, size, n int) (first, scattered [
 		            SELECT id, 'history', 'cooldown', 'sent', now() - interval '2 hours', now() - interval '2 hours',
 		                   now() - interval '1 hour', 3, now() - interval '1 hour' FROM r RETURNING id, recipient_id)
 		INSERT INTO notifications (event_id, recipient_id, type_key, batch_id, occurred_at, read_at)
-		SELECT 0, recipient_id, 'bench.scatter', id, now() - interval '2 hours', now() FROM nb, generate_series(1, 3)`, size); err != nil {
+		SELECT 0, recipient_id, 'bench.scatter', id, now() - interval '2 hours', NULL FROM nb, generate_series(1, 3)`, size); err != nil {
 		return nil, nil, err
 	}
 	// Only this scenario names recipients "p…"; the UUID fan-out's start
