@@ -12,12 +12,18 @@
 -- state or read_at it sets is in the indexes' conditions), so moving the
 -- row from one index of a pair to the other costs them nothing more.
 --
--- Building the new indexes reads the two tables once; on a large database
--- the upgrade holds their writes meanwhile, as any index build here does.
+-- Building the new indexes reads the two tables once, each in a
+-- transaction of its own (bun runs the parts between "--bun:split" one by
+-- one), so that the upgrade holds one table at a time, never one while it
+-- waits for the other; on a large database it holds that table's writes
+-- while its index is built. Each part runs again whole if the process
+-- stops before the migration is marked applied.
 DROP INDEX IF EXISTS batches_recipient;
 CREATE INDEX batches_recipient ON batches (recipient_id, id)
     WHERE state <> 'open' OR mode = 'immediate' OR sealed;
 
+--bun:split
+DROP INDEX IF EXISTS notifications_read;
 DROP INDEX IF EXISTS notifications_unread;
 DROP INDEX IF EXISTS notifications_recipient;
 CREATE INDEX notifications_unread ON notifications (recipient_id, id)
