@@ -245,3 +245,31 @@ func (e *explaining) check(what string, indexes ...string) {
 	}
 	e.plans = nil
 }
+
+// The split migration, stopped after its work but before it was marked
+// applied, runs again at the next start and leaves the same indexes.
+func TestIndexSplitMigrationRunsAgain(t *testing.T) {
+	t.Parallel()
+	d := freshDB(t)
+	ctx := context.Background()
+	if _, err := d.Pool.Exec(ctx, `DELETE FROM bun_migrations WHERE name = '20261129030000'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatalf("migrating again: %v", err)
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT indexname || ': ' || indexdef FROM pg_indexes
+		WHERE indexname IN ('batches_recipient', 'notifications_unread', 'notifications_read', 'notifications_recipient') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(defs) != 3 {
+		t.Fatalf("indexes %q (%v), want batches_recipient, notifications_read and notifications_unread", defs, err)
+	}
+	for _, want := range []string{"sealed", "IS NOT NULL", "IS NULL"} {
+		if !strings.Contains(strings.Join(defs, "\n"), want) {
+			t.Errorf("no index condition tests %s: %q", want, defs)
+		}
+	}
+}
