@@ -240,18 +240,22 @@ type BatchFilter struct {
 	Limit                   int
 }
 
-// anyBatch is true of every batch: each of its arms is the condition of
-// one of the two indexes that hold a recipient's batches between them,
-// the open batches an event may join in batches_one_open, every other
-// in batches_recipient, so that a fan-out opening 100,000 batches writes
-// one index keyed by recipient, not two. Beside recipient_id = …, it lets
-// PostgreSQL read both (a BitmapOr); a query asking for one side only
-// (state = 'sent') reads its index alone.
-const anyBatch = `(` + joinable + ` OR state <> 'open' OR mode = 'immediate' OR sealed)`
-
 // joinable is batches_one_open's condition: an open batch an event may
-// join. Its negation is batches_recipient's.
-const joinable = `(state = 'open' AND mode <> 'immediate' AND NOT sealed)`
+// join. notJoinable, batches_recipient's, holds every other batch; it is
+// written "IS NOT TRUE", not NOT, so that PostgreSQL keeps it one
+// condition instead of spreading it into an OR of three (which read the
+// index once for each). A query must name either condition as written
+// for PostgreSQL to read its index.
+const (
+	joinable    = `(state = 'open' AND mode <> 'immediate' AND NOT sealed)`
+	notJoinable = `(` + joinable + ` IS NOT TRUE)`
+)
+
+// anyBatch is true of every batch: beside recipient_id = …, it lets
+// PostgreSQL read a recipient's batches from both indexes that hold them
+// between them (a BitmapOr), so that a fan-out opening 100,000 batches
+// writes one index keyed by recipient, not two.
+const anyBatch = `(` + joinable + ` OR ` + notJoinable + `)`
 
 // ListBatches returns batches newest first, keyset-paged by id so a page
 // deep in millions of rows costs the same as the first. It is planned for
@@ -262,18 +266,25 @@ func ListBatches(ctx context.Context, q Querier, f BatchFilter) ([]*Batch, error
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
 	}
-	// A recipient's batches are in two indexes (anyBatch); the
-	// condition only joins a query that names one.
-	ofRecipient := "$2 = ''"
-	if f.Recipient != "" {
-		ofRecipient = "recipient_id = $2 AND " + anyBatch
-	}
-	rows, err := q.Query(ctx, `
-		SELECT `+batchColumns+` FROM batches
-		WHERE ($1 = '' OR state = $1) AND `+ofRecipient+`
+	where := `($1 = '' OR state = $1)
 		  AND ($3 = '' OR type_key = $3) AND ($4 = '' OR batch_key = $4)
 		  AND ($5::bigint = 0 OR id < $5)
-		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)
+		  AND ($7::timestamptz IS NULL OR opened_at >= $7) AND ($8::timestamptz IS NULL OR opened_at < $8)`
+	sql := `SELECT ` + batchColumns + ` FROM batches WHERE $2 = '' AND ` + where
+	if f.Recipient != "" {
+		// A recipient's batches are in two indexes: its few joinable
+		// ones (one a key) from batches_one_open, the rest newest first
+		// from batches_recipient, and the page is the newest of both.
+		// As one condition (anyBatch), a page read the recipient's whole
+		// list, or for one with many batches walked the primary key back
+		// past everyone's newer ones.
+		sql = `SELECT ` + batchColumns + ` FROM (
+		    (SELECT ` + batchColumns + ` FROM batches WHERE recipient_id = $2 AND ` + joinable + ` AND ` + where + `)
+		    UNION ALL
+		    (SELECT ` + batchColumns + ` FROM batches WHERE recipient_id = $2 AND ` + notJoinable + ` AND ` + where + `
+		     ORDER BY id DESC LIMIT $6)) b`
+	}
+	rows, err := q.Query(ctx, sql+`
 		ORDER BY id DESC LIMIT $6`, listPlan, f.State, f.Recipient, f.Type, f.BatchKey, f.Before, f.Limit, nullTime(f.OpenedFrom), nullTime(f.OpenedUntil))
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)

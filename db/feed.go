@@ -10,13 +10,20 @@ import (
 	"github.com/lull-dev/lull/preferences"
 )
 
-// anyNotification is true of every notification: its arms are the
-// conditions of the two indexes that hold a recipient's notifications
-// between them, unread ones in notifications_unread, read or retracted
-// ones in notifications_read, so that a fan-out writes one index keyed by
-// recipient per notification, not two. Beside recipient_id = …, it lets
-// PostgreSQL read both (a BitmapOr).
-const anyNotification = `((read_at IS NULL AND retracted_at IS NULL) OR read_at IS NOT NULL OR retracted_at IS NOT NULL)`
+// unread is notifications_unread's condition; notUnread,
+// notifications_read's, holds read and retracted notifications. Like
+// notJoinable it is written "IS NOT TRUE" to stay one condition, and a
+// query must name either as written for PostgreSQL to read its index.
+const (
+	unread    = `(read_at IS NULL AND retracted_at IS NULL)`
+	notUnread = `(` + unread + ` IS NOT TRUE)`
+)
+
+// anyNotification is true of every notification: beside recipient_id =
+// …, it lets PostgreSQL read a recipient's notifications from both
+// indexes that hold them between them (a BitmapOr), so that a fan-out
+// writes one index keyed by recipient per notification, not two.
+const anyNotification = `(` + unread + ` OR ` + notUnread + `)`
 
 // FeedItem is one notification in a recipient's in-app feed.
 type FeedItem struct {
@@ -31,20 +38,21 @@ type FeedItem struct {
 // has read past maxBytes, and then reports cut; the first item is always
 // read.
 func Feed(ctx context.Context, q Querier, recipientID string, before int64, limit int, unreadOnly bool, maxBytes int) (items []FeedItem, cut bool, err error) {
-	// Unread and read notifications are in indexes of their own
-	// (anyNotification): each gives its newest, and the page is the
-	// newest of both.
+	// Unread and read notifications are in indexes of their own: each
+	// gives its newest, and the page is the newest of both. Each asks for
+	// its events before its limit, so that a notification whose event is
+	// gone (retention drops the two tables' days one after the other)
+	// leaves the page no shorter.
+	arm := func(half string) string {
+		return `(SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications n
+		     WHERE recipient_id = $1 AND ` + half + ` AND ($2::bigint = 0 OR id < $2)
+		       AND EXISTS (SELECT FROM events e WHERE e.id = n.event_id AND e.created_at = n.created_at)
+		     ORDER BY id DESC LIMIT $3)`
+	}
 	rows, err := q.Query(ctx, `
-		WITH mine AS (
-		    (SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications
-		     WHERE recipient_id = $1 AND read_at IS NULL AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2)
-		     ORDER BY id DESC LIMIT $3)
-		    UNION ALL
-		    (SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications
-		     WHERE recipient_id = $1 AND read_at IS NOT NULL AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2) AND NOT $4
-		     ORDER BY id DESC LIMIT $3))
 		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.read_at, n.seen_at, e.batch_key
-		FROM (SELECT * FROM mine ORDER BY id DESC LIMIT $3) n
+		FROM (`+arm(unread)+` UNION ALL `+arm(notUnread+` AND retracted_at IS NULL AND NOT $4`)+`
+		      ORDER BY id DESC LIMIT $3) n
 		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
 		ORDER BY n.id DESC`, recipientID, before, limit, unreadOnly)
 	if err != nil {

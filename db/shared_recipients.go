@@ -17,7 +17,7 @@ import (
 func RecipientsByAddress(ctx context.Context, q Querier, address, typeKey string) ([]Recipient, error) {
 	rows, err := q.Query(ctx, `SELECT id, email, locale FROM recipients r WHERE lower(email) = $1 AND active
 		AND (EXISTS (SELECT 1 FROM batches b WHERE b.recipient_id = r.id AND b.type_key = $2 AND `+joinable+`)
-		  OR EXISTS (SELECT 1 FROM batches b WHERE b.recipient_id = r.id AND b.type_key = $2 AND NOT `+joinable+`)) LIMIT 10`, NormalizeAddress(address), typeKey)
+		  OR EXISTS (SELECT 1 FROM batches b WHERE b.recipient_id = r.id AND b.type_key = $2 AND `+notJoinable+`)) LIMIT 10`, NormalizeAddress(address), typeKey)
 	if err != nil {
 		return nil, fmt.Errorf("recipients of %s: %w", address, err)
 	}
