@@ -27,13 +27,7 @@ func TestRecipientListsReadBothHalvesOfTheirIndexes(t *testing.T) {
 	d := freshDB(t)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Microsecond)
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(`INSERT INTO notification_types (key, name, item_text, group_text) VALUES ('post', 'Post', 'x', 'x')`)
+	exec := execer(t, d)
 	exec(`INSERT INTO recipients (id, email) VALUES ('r', 'r@example.com'), ('other', 'o@example.com')`)
 	// One batch of each kind: joinable (batches_one_open), open
 	// immediate, open sealed, sent; another recipient's beside them.
@@ -63,22 +57,7 @@ func TestRecipientListsReadBothHalvesOfTheirIndexes(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 			return err
 		}
-		q := &explaining{t: t, tx: tx, parents: map[string]string{}}
-		rows, err := tx.Query(ctx, `SELECT c.relname::text, p.relname::text FROM pg_inherits i
-			JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relkind = 'I'`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var child, parent string
-			if err := rows.Scan(&child, &parent); err != nil {
-				return err
-			}
-			q.parents[child] = parent
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		q := newExplaining(t, tx)
 
 		batches, err := db.ListBatches(ctx, q, db.BatchFilter{Recipient: "r"})
 		if err != nil || len(batches) != 4 || batches[0].ID != 4 || batches[3].ID != 1 {
@@ -155,6 +134,41 @@ type explaining struct {
 	// of: PostgreSQL names the latter after its table and columns, the
 	// same for two indexes on the same columns.
 	parents map[string]string
+}
+
+// newExplaining plans in tx what runs in it.
+func newExplaining(t *testing.T, tx pgx.Tx) *explaining {
+	t.Helper()
+	rows, err := tx.Query(context.Background(), `SELECT c.relname::text, p.relname::text FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relkind = 'I'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents := map[string]string{}
+	for rows.Next() {
+		var child, parent string
+		if err := rows.Scan(&child, &parent); err != nil {
+			t.Fatal(err)
+		}
+		parents[child] = parent
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return &explaining{t: t, tx: tx, parents: parents}
+}
+
+// execer returns a function that runs a statement on d, with the type
+// "post" saved first, and fails the test at an error.
+func execer(t *testing.T, d *db.DB) func(sql string, args ...any) {
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := d.Pool.Exec(context.Background(), sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO notification_types (key, name, item_text, group_text) VALUES ('post', 'Post', 'x', 'x')`)
+	return exec
 }
 
 // explain plans sql as it runs: planned for its arguments when asked so

@@ -21,13 +21,7 @@ func TestListBatchesOfARecipientWithOldBatchesReadsItsIndexes(t *testing.T) {
 	d := freshDB(t)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Microsecond)
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(`INSERT INTO notification_types (key, name, item_text, group_text) VALUES ('post', 'Post', 'x', 'x')`)
+	exec := execer(t, d)
 	exec(`INSERT INTO batches (recipient_id, batch_key, type_key, mode, state, opened_at, last_event_at, closes_at, item_count)
 		SELECT 'mid', 'k', 'post', 'cooldown', 'sent', $1, $1, $1, 1 FROM generate_series(1, 1000)`, now)
 	exec(`INSERT INTO batches (recipient_id, batch_key, type_key, mode, state, opened_at, last_event_at, closes_at, item_count)
@@ -37,7 +31,7 @@ func TestListBatchesOfARecipientWithOldBatchesReadsItsIndexes(t *testing.T) {
 		FROM generate_series(0, 199999) AS i`, now)
 	exec(`VACUUM ANALYZE batches`)
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		q := &explaining{t: t, tx: tx, parents: map[string]string{}}
+		q := newExplaining(t, tx)
 		page, err := db.ListBatches(ctx, q, db.BatchFilter{Recipient: "mid", Limit: 50})
 		if err != nil || len(page) != 50 || page[0].ID != 1001 || page[49].ID != 952 {
 			t.Errorf("ListBatches: %d batches (%v), want mid's 50 newest, 1001 first", len(page), err)
