@@ -16,21 +16,25 @@
 -- state or read_at it sets is in the indexes' conditions), so moving the
 -- row from one index of a pair to the other costs them nothing more.
 --
--- Building the new indexes reads the two tables once, each in a
--- transaction of its own (bun runs the parts between "--bun:split" one by
--- one), so that the upgrade holds one table at a time, never one while it
--- waits for the other; on a large database it holds that table's writes
--- while its index is built. Each part runs again whole if the process
--- stops before the migration is marked applied.
-DROP INDEX IF EXISTS batches_recipient;
-CREATE INDEX batches_recipient ON batches (recipient_id, id)
+-- Each table is done in a transaction of its own (bun runs the parts
+-- between "--bun:split" one by one), so that the upgrade holds one table
+-- at a time. The new indexes are built first, under names of their own,
+-- which holds the table's writes but not its reads; only then are the old
+-- ones dropped, which holds the table whole for the moment left before
+-- the commit. Each part runs again whole if the process stops before the
+-- migration is marked applied.
+DROP INDEX IF EXISTS batches_recipient_split;
+CREATE INDEX batches_recipient_split ON batches (recipient_id, id)
     WHERE (state = 'open' AND mode <> 'immediate' AND NOT sealed) IS NOT TRUE;
+DROP INDEX IF EXISTS batches_recipient;
+ALTER INDEX batches_recipient_split RENAME TO batches_recipient;
 
 --bun:split
-DROP INDEX IF EXISTS notifications_read;
+DROP INDEX IF EXISTS notifications_unread_split;
+CREATE INDEX notifications_unread_split ON notifications (recipient_id, id)
+    WHERE read_at IS NULL AND retracted_at IS NULL;
+CREATE INDEX IF NOT EXISTS notifications_read ON notifications (recipient_id, id)
+    WHERE (read_at IS NULL AND retracted_at IS NULL) IS NOT TRUE;
 DROP INDEX IF EXISTS notifications_unread;
 DROP INDEX IF EXISTS notifications_recipient;
-CREATE INDEX notifications_unread ON notifications (recipient_id, id)
-    WHERE read_at IS NULL AND retracted_at IS NULL;
-CREATE INDEX notifications_read ON notifications (recipient_id, id)
-    WHERE (read_at IS NULL AND retracted_at IS NULL) IS NOT TRUE;
+ALTER INDEX notifications_unread_split RENAME TO notifications_unread;
