@@ -457,8 +457,7 @@ type Activity struct {
 func LastActivity(ctx context.Context, q Querier, ids, lead []string, batchKey string, now time.Time) (map[string]Activity, error) {
 	rows, err := q.Query(ctx, `
 		SELECT recipient_id, true, NULL::timestamptz FROM batches
-		WHERE recipient_id = ANY($1) AND batch_key = $3 AND state = 'open' AND mode <> 'immediate'
-		  AND NOT sealed AND closes_at > $4
+		WHERE recipient_id = ANY($1) AND batch_key = $3 AND `+joinable+` AND closes_at > $4
 		UNION ALL
 		SELECT recipient_id, false, max(last_event_at) FROM batches
 		WHERE recipient_id = ANY($2) AND batch_key = $3 AND `+anyBatch+`
@@ -939,7 +938,7 @@ func upsertBatches(ctx context.Context, q Querier, joins []BatchJoin, counts []i
 // (a HOT update, in the room the table's fill factor leaves) instead of
 // writing a new entry in each of the batch's indexes.
 const joinOpenBatch = `
-		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
+		ON CONFLICT (recipient_id, batch_key) WHERE ` + joinable + `
 		DO UPDATE SET item_count = b.item_count + EXCLUDED.item_count,
 		              last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at),
 		              closes_at = CASE

@@ -101,7 +101,7 @@ func FoldIntoHeld(ctx context.Context, q Querier, b *Batch, types []string, held
 	err := q.QueryRow(ctx, `
 		INSERT INTO batches AS b (recipient_id, batch_key, mode, closes_at, wake_at, opened_at, last_event_at, item_count, budget_day)
 		VALUES ($1, $2, 'daily', $3, $3, $4, $4, 0, $5)
-		ON CONFLICT (recipient_id, batch_key) WHERE state = 'open' AND mode <> 'immediate' AND NOT sealed
+		ON CONFLICT (recipient_id, batch_key) WHERE `+joinable+`
 		DO UPDATE SET last_event_at = greatest(b.last_event_at, EXCLUDED.last_event_at)
 		RETURNING id, xmax = 0`, b.RecipientID, heldKey, closes, now, day).Scan(&f.Held, &f.Opened)
 	if err != nil {

@@ -30,10 +30,10 @@ import (
 // always sees. So while every chunk read so far opens new batches
 // (MarkFresh found none open: nothing to wait for) and no join met
 // another event's batch, a fan-out naming its recipients by id reads up
-// to readAheadAtMost chunks ahead, and its reads and writes overlap whole; otherwise a chunk is
-// read once the chunk before it has joined its batches. A chunk read
-// before a join that did meet one is read again by the transaction
-// (readAhead.current).
+// to readAheadAtMost chunks ahead, and its reads and writes overlap
+// whole; otherwise a chunk is read once the chunk before it has joined
+// its batches. A chunk read before a join that did meet one is read
+// again by the transaction (readAhead.current).
 
 // prefetchWait bounds how long a fan-out waits for the second connection
 // while it holds its transaction's: two fan-outs each holding one of the
@@ -139,7 +139,8 @@ func (e *Engine) prefetch(ctx context.Context, chunks [][]string, r router, save
 // await waits until chunk i may be read: once the chunk before it has
 // joined its batches or, while every chunk read opened new batches
 // (fresh) and no join met another event's, once the transaction has
-// joined all but readAheadAtMost of the chunks before it. It reports false when the read must stop.
+// joined all but readAheadAtMost of the chunks before it. It reports
+// false when the read must stop.
 func (ra *readAhead) await(ctx context.Context, i int, fresh bool) bool {
 	for {
 		select {
@@ -185,11 +186,7 @@ func (c *joinCount) add(met bool) {
 	if met {
 		c.metAt.Store(n)
 	}
-	c.wakeUp()
-}
-
-// wakeUp wakes whoever waits for a join, or leaves a token if none does.
-func (c *joinCount) wakeUp() {
+	// Wake whoever waits for a join, or leave a token if none does.
 	select {
 	case c.wake <- struct{}{}:
 	default:
