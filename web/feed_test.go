@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +16,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lull-dev/lull/db"
+	"github.com/lull-dev/lull/db/dbtest"
 	"github.com/lull-dev/lull/jobs"
+	"github.com/lull-dev/lull/web"
 )
 
 func feedSetup(t *testing.T) *apiBundle {
@@ -276,5 +280,27 @@ func TestProblemListsAtMostAHundredFields(t *testing.T) {
 	}
 	if last := errs[100].(map[string]any); last["field"] != "body" || !strings.Contains(last["message"].(string), "4900 more") {
 		t.Fatalf("last error %v", last)
+	}
+}
+
+// A stream opened before its process's hub listens (lull just started)
+// is woken once the hub does: a change made in between was not heard,
+// and would otherwise show only with the next.
+func TestFeedHubWakesWhoSubscribedBeforeItListened(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	hub := &web.FeedHub{DB: d, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	wake, stop, err := hub.Subscribe(context.Background(), "u_early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go hub.Run(ctx)
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stream subscribed before the hub listened was never woken")
 	}
 }

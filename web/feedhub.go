@@ -106,9 +106,7 @@ func (h *FeedHub) signal(recipientID string) {
 	}
 }
 
-// Run listens until ctx ends, reconnecting after a lost connection. After
-// a reconnect every subscriber is woken, since notifications sent in
-// between were missed.
+// Run listens until ctx ends, reconnecting after a lost connection.
 func (h *FeedHub) Run(ctx context.Context) {
 	go func() {
 		t := time.NewTicker(watchRenew)
@@ -133,7 +131,6 @@ func (h *FeedHub) Run(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
-		h.signal("*")
 	}
 }
 
@@ -149,6 +146,10 @@ func (h *FeedHub) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN lull_feed"); err != nil {
 		return err
 	}
+	// A change made before now was not heard: a stream opened while the
+	// process started, or while the connection was lost, would miss it
+	// until the next. So every subscriber counts again once the hub hears.
+	h.signal("*")
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
