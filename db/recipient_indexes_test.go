@@ -135,6 +135,9 @@ type explaining struct {
 	// of: PostgreSQL names the latter after its table and columns, the
 	// same for two indexes on the same columns.
 	parents map[string]string
+	// custom plans every statement for its arguments, as PostgreSQL does
+	// the first five times a connection runs a prepared statement.
+	custom bool
 }
 
 // newExplaining plans in tx what runs in it.
@@ -178,7 +181,7 @@ func execer(t *testing.T, d *db.DB) func(sql string, args ...any) {
 func (e *explaining) explain(sql string, args []any) {
 	ctx := context.Background()
 	var plan string
-	if _, custom := args[0].(pgx.QueryExecMode); custom {
+	if _, custom := args[0].(pgx.QueryExecMode); custom || e.custom {
 		if err := e.tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
 			e.t.Fatalf("explain %s: %v", sql, err)
 		}

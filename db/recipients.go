@@ -217,12 +217,22 @@ func loadSettings(ctx context.Context, q Querier, ids, typeKeys []string, fn fun
 	rows, err := q.Query(ctx, `SELECT `+settingsColumns+`
 		FROM recipients r
 		LEFT JOIN type_preferences tp ON tp.recipient_id = r.id AND tp.type_key = ANY($2)
-		WHERE r.id = ANY($1)`, ids, typeKeys)
+		WHERE r.id = ANY(`+probed(1)+`)`, ids, typeKeys)
 	if err := scanSettings(rows, err, fn); err != nil {
 		return fmt.Errorf("load recipients: %w", err)
 	}
 	return nil
 }
+
+// probed is list parameter $n of ids as PostgreSQL reads it only when
+// the statement runs (a subquery's value), so that every plan looks each
+// id up in the primary key. Planned for a chunk of 10,000 ids it is
+// given (the first five times on each connection, before its statement
+// cache settles on one plan for any list), PostgreSQL read the whole
+// table of a million recipients instead, in parallel: 106–136 ms and
+// three processes' time, against 25–50 ms for the lookups, while the
+// fan-out it read for wrote on the other core.
+func probed(n int) string { return fmt.Sprintf("(SELECT $%d::text[])::text[]", n) }
 
 const settingsColumns = `r.id, r.email, r.name, r.timezone, r.locale, r.active, r.daily_at, r.weekly_on, r.weekly_at,
 	r.weekly_days, r.every_hours, r.monthly_day, r.monthly_at, r.quiet_start, r.quiet_end, r.unsubscribed, r.daily_budget, tp.type_key, tp.mode, tp.window_ms, tp.max_wait_ms, tp.lead`
@@ -485,7 +495,7 @@ func recipientWrites(ctx context.Context, q Querier, rs []InlineRecipient, typeK
 
 // readInline reads the stored fields of the recipients ids, by id.
 func readInline(ctx context.Context, q Querier, ids []string) (map[string]InlineRecipient, error) {
-	rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY($1::text[])`, ids)
+	rows, err := q.Query(ctx, `SELECT id, email, name, timezone, locale FROM recipients WHERE id = ANY(`+probed(1)+`)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read recipients: %w", err)
 	}
