@@ -39,28 +39,19 @@ type FeedItem struct {
 // read.
 func Feed(ctx context.Context, q Querier, recipientID string, before int64, limit int, unreadOnly bool, maxBytes int) (items []FeedItem, cut bool, err error) {
 	// Unread and read notifications are in indexes of their own: each
-	// half gives its newest, and the page is the newest of both. The read
-	// ones' index is in id order for each recipient (a history is long,
-	// and read a page at a time); the unread ones' is not
-	// (notifications_unread), so they are all read, as counting them
-	// already does, and the newest kept. They are fenced off in a CTE, or
-	// PostgreSQL may walk the primary key back for the order, through
-	// every recipient's notifications. Each half asks for its events
-	// before its limit, so that a notification whose event is gone
-	// (retention drops the two tables' days one after the other) leaves
-	// the page no shorter.
-	const (
-		columns  = `id, created_at, event_id, type_key, occurred_at, read_at, seen_at`
-		mine     = `recipient_id = $1 AND ($2::bigint = 0 OR id < $2)`
-		hasEvent = `EXISTS (SELECT FROM events e WHERE e.id = n.event_id AND e.created_at = n.created_at)`
-	)
+	// gives its newest, and the page is the newest of both. Each asks for
+	// its events before its limit, so that a notification whose event is
+	// gone (retention drops the two tables' days one after the other)
+	// leaves the page no shorter.
+	arm := func(half string) string {
+		return `(SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications n
+		     WHERE recipient_id = $1 AND ` + half + ` AND ($2::bigint = 0 OR id < $2)
+		       AND EXISTS (SELECT FROM events e WHERE e.id = n.event_id AND e.created_at = n.created_at)
+		     ORDER BY id DESC LIMIT $3)`
+	}
 	rows, err := q.Query(ctx, `
-		WITH unread_rows AS MATERIALIZED (SELECT `+columns+` FROM notifications WHERE `+mine+` AND `+unread+`)
 		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.read_at, n.seen_at, e.batch_key
-		FROM ((SELECT `+columns+` FROM unread_rows n WHERE `+hasEvent+` ORDER BY id DESC LIMIT $3)
-		      UNION ALL
-		      (SELECT `+columns+` FROM notifications n WHERE `+mine+` AND `+notUnread+` AND retracted_at IS NULL AND NOT $4
-		         AND `+hasEvent+` ORDER BY id DESC LIMIT $3)
+		FROM (`+arm(unread)+` UNION ALL `+arm(notUnread+` AND retracted_at IS NULL AND NOT $4`)+`
 		      ORDER BY id DESC LIMIT $3) n
 		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
 		ORDER BY n.id DESC`, recipientID, before, limit, unreadOnly)
