@@ -42,7 +42,10 @@ func Feed(ctx context.Context, q Querier, recipientID string, before int64, limi
 	// gives its newest, and the page is the newest of both. Each asks for
 	// its events before its limit, so that a notification whose event is
 	// gone (retention drops the two tables' days one after the other)
-	// leaves the page no shorter.
+	// leaves the page no shorter. The page's events are then read one by
+	// one (a LATERAL subquery with a limit, which PostgreSQL plans for each
+	// row): as a join, planned for a recipient with a long backlog, it read
+	// every event to hash them.
 	arm := func(half string) string {
 		return `(SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications n
 		     WHERE recipient_id = $1 AND ` + half + ` AND ($2::bigint = 0 OR id < $2)
@@ -53,7 +56,8 @@ func Feed(ctx context.Context, q Querier, recipientID string, before int64, limi
 		SELECT n.id, n.event_id, n.type_key, e.actor, e.object, e.data, n.occurred_at, n.read_at, n.seen_at, e.batch_key
 		FROM (`+arm(unread)+` UNION ALL `+arm(notUnread+` AND retracted_at IS NULL AND NOT $4`)+`
 		      ORDER BY id DESC LIMIT $3) n
-		JOIN events e ON e.id = n.event_id AND e.created_at = n.created_at
+		CROSS JOIN LATERAL (SELECT actor, object, data, batch_key FROM events e
+		     WHERE e.id = n.event_id AND e.created_at = n.created_at LIMIT 1) e
 		ORDER BY n.id DESC`, recipientID, before, limit, unreadOnly)
 	if err != nil {
 		return nil, false, fmt.Errorf("feed: %w", err)
@@ -154,12 +158,18 @@ func MarkRead(ctx context.Context, q Querier, recipientID string, ids []int64, b
 		return 0, nil, fmt.Errorf("mark read: lock held digest: %w", err)
 	}
 	locked = append(locked, held...)
+	// Notifications named are looked up by id: asked as one statement for
+	// either, a plan for any recipient read all of the recipient's
+	// notifications to find them (33 ms for one with 39,200 unread).
+	which, arg := `id = ANY($2::bigint[])`, any(ids)
+	if len(ids) == 0 {
+		which, arg = anyNotification+` AND occurred_at < $2`, before
+	}
 	tag, err := q.Exec(ctx, `
-		UPDATE notifications SET read_at = $4, seen_at = coalesce(seen_at, $4)
-		WHERE recipient_id = $1 AND read_at IS NULL AND `+anyNotification+`
-		  AND (id = ANY($2::bigint[]) OR (coalesce(cardinality($2::bigint[]), 0) = 0 AND occurred_at < $3))
-		  AND (batch_id = ANY($5) OR NOT EXISTS (SELECT 1 FROM batches b WHERE b.id = batch_id AND b.state = 'open'))`,
-		recipientID, ids, before, now, locked)
+		UPDATE notifications SET read_at = $3, seen_at = coalesce(seen_at, $3)
+		WHERE recipient_id = $1 AND read_at IS NULL AND `+which+`
+		  AND (batch_id = ANY($4) OR NOT EXISTS (SELECT 1 FROM batches b WHERE b.id = batch_id AND b.state = 'open'))`,
+		recipientID, arg, now, locked)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mark read: %w", err)
 	}
