@@ -8,12 +8,3 @@ var (
 	ListPlan       = listPlan
 	PinnedDays     = pinnedDays
 )
-
-// The conditions the feed's and mark-read's statements are written with,
-// for tests that keep a frozen copy of an older statement.
-const (
-	AnyNotificationCond = anyNotification
-	UnreadCond          = unread
-	NotUnreadCond       = notUnread
-	AnyBatchCond        = anyBatch
-)

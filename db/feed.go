@@ -42,14 +42,17 @@ func Feed(ctx context.Context, q Querier, recipientID string, before int64, limi
 	// gives its newest, and the page is the newest of both. Each asks for
 	// its events before its limit, so that a notification whose event is
 	// gone (retention drops the two tables' days one after the other)
-	// leaves the page no shorter. The page's events are then read one by
-	// one (a LATERAL subquery with a limit, which PostgreSQL plans for each
-	// row): as a join, planned for a recipient with a long backlog, it read
-	// every event to hash them.
+	// leaves the page no shorter. Events are looked up one by one, by key:
+	// in each half a scalar subquery, which PostgreSQL never turns into a
+	// join, and for the page a LATERAL subquery with a limit. As EXISTS
+	// and as a join, planned for a recipient with a long backlog, they
+	// read every event to hash them (and every unread notification to
+	// sort them, with statistics as autovacuum leaves them: a partition's,
+	// none for the partitioned table).
 	arm := func(half string) string {
 		return `(SELECT id, created_at, event_id, type_key, occurred_at, read_at, seen_at FROM notifications n
 		     WHERE recipient_id = $1 AND ` + half + ` AND ($2::bigint = 0 OR id < $2)
-		       AND EXISTS (SELECT FROM events e WHERE e.id = n.event_id AND e.created_at = n.created_at)
+		       AND (SELECT true FROM events e WHERE e.id = n.event_id AND e.created_at = n.created_at LIMIT 1)
 		     ORDER BY id DESC LIMIT $3)`
 	}
 	rows, err := q.Query(ctx, `
