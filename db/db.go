@@ -77,15 +77,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	// request) is refused, when it is made and each time it is taken from
 	// the pool: no query runs on it. River shares this pool.
 	cfg.ConnConfig.RuntimeParams["standard_conforming_strings"] = "on"
-	// JIT compilation pays off for long analytic queries, which lull does
-	// not run; its statements run in milliseconds, and one the planner
-	// costs high, as a list of ids over a month of day partitions, was
-	// compiled first for 0.2–5 s (marking 1,000 notifications read). Off
-	// unless DATABASE_URL asks for it (?jit=on).
-	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
-		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if err := standardStrings(c); err != nil {
+			return err
+		}
+		return jitOff(ctx, c)
 	}
-	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error { return standardStrings(c) }
 	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
 		err := standardStrings(c)
 		return err == nil, err
@@ -108,6 +105,25 @@ func standardStrings(c *pgx.Conn) error {
 	if v := c.PgConn().ParameterStatus("standard_conforming_strings"); v != "on" {
 		return fmt.Errorf("%w on this connection (the server says %q): lull asks for it on every connection; "+
 			"a connection pooler in between may drop the request", ErrNonStandardStrings, v)
+	}
+	return nil
+}
+
+// jitOff turns JIT compilation off on a new connection unless the
+// client set jit when it connected (?jit=on in DATABASE_URL, in any case,
+// or -c jit=on in ?options= or PGOPTIONS). JIT pays off for long analytic
+// queries, which lull does not run; its statements run in milliseconds,
+// and one the planner costs high, as a list of ids over a month of day
+// partitions, was compiled first for 0.2–5 s (marking 1,000
+// notifications read). A SET, not a startup parameter: PgBouncer, in
+// session mode as docs/operations.md allows, refuses a connection whose
+// startup packet names a parameter it does not track (jit is not one),
+// and DISCARD ALL, its server_reset_query, undoes the SET before the
+// server connection is handed to another client.
+func jitOff(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.PgConn().Exec(ctx, `SELECT set_config('jit', 'off', false) FROM pg_settings WHERE name = 'jit' AND source <> 'client'`).ReadAll()
+	if err != nil {
+		return fmt.Errorf("turn JIT off: %w", err)
 	}
 	return nil
 }
