@@ -166,12 +166,27 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 	return groups, nil
 }
 
+// maxMarkIDs bounds the ids one call to feed/read or feed/seen names: a
+// page of the feed holds at most 200 notifications and a group's slack,
+// and more than a few pages is what before and all are for. Unbounded, a 4 MiB body named hundreds of
+// thousands, each looked up while the recipient's open batches stay
+// locked.
+const maxMarkIDs = 1000
+
 // readBody is what feed/read and feed/seen accept: ids, or (read only)
 // everything before a time, or all.
 type readBody struct {
 	IDs    []int64    `json:"ids"`
 	Before *time.Time `json:"before"`
 	All    bool       `json:"all"`
+}
+
+// checkIDs refuses more ids than maxMarkIDs.
+func (b readBody) checkIDs() error {
+	if len(b.IDs) > maxMarkIDs {
+		return Invalid(FieldError{"ids", fmt.Sprintf("at most %d ids at a time (%d given); mark older ones with before or all", maxMarkIDs, len(b.IDs))})
+	}
+	return nil
 }
 
 // markRead marks notifications read; those still waiting in an open batch
@@ -184,6 +199,10 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(b.IDs) == 0 && b.Before == nil && !b.All {
 		s.problem(w, r, Invalid(FieldError{"ids", "give ids, before (a time) or all: true"}))
+		return
+	}
+	if err := b.checkIDs(); err != nil {
+		s.problem(w, r, err)
 		return
 	}
 	res, err := s.Engine.MarkRead(r.Context(), r.PathValue("id"), b.IDs, b.Before)
@@ -205,6 +224,10 @@ func (s *Server) markSeen(w http.ResponseWriter, r *http.Request) {
 			s.problem(w, r, err)
 			return
 		}
+	}
+	if err := b.checkIDs(); err != nil {
+		s.problem(w, r, err)
+		return
 	}
 	rid := r.PathValue("id")
 	var n int

@@ -109,6 +109,8 @@ func TestHostileRequests(t *testing.T) {
 		{"RecipientActiveString", "PUT", "/api/v1/recipients/u_x", `{"active":"no"}`, 422, "active", "true or false"},
 		{"RecipientEmailHuge", "PUT", "/api/v1/recipients/u_x", `{"email":"` + strings.Repeat("a", 300) + `@example.com"}`, 422, "email", ""},
 		{"FeedIDsString", "POST", "/api/v1/recipients/u_bob/feed/read", `{"ids":"all"}`, 422, "ids", "an array"},
+		{"FeedReadTooManyIDs", "POST", "/api/v1/recipients/u_bob/feed/read", `{"ids":[` + strings.Repeat("1,", 1000) + `1]}`, 422, "ids", "at most 1000"},
+		{"FeedSeenTooManyIDs", "POST", "/api/v1/recipients/u_bob/feed/seen", `{"ids":[` + strings.Repeat("1,", 1000) + `1]}`, 422, "ids", "at most 1000"},
 		// Limits on strings.
 		{"KeyTooLong", "POST", "/api/v1/events", `{"type":"comment","recipients":["u_bob"],"key":"` + strings.Repeat("k", 256) + `"}`, 422, "key", "255"},
 		{"RecipientIDTooLong", "POST", "/api/v1/events", `{"type":"comment","recipients":["` + strings.Repeat("r", 256) + `"]}`, 422, "recipients[0].id", "255"},
