@@ -9,41 +9,29 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lull-dev/lull/db"
 )
 
-// analyzing is a db.Querier that runs each query under EXPLAIN ANALYZE
-// (custom and generic plans) and counts the notifications and events rows
-// its scans return, before running it for its answer.
+// analyzing is a db.Querier that runs each statement under EXPLAIN
+// ANALYZE first (planned for its arguments or generically, see planOf)
+// and counts the rows its scans read, by table.
 type analyzing struct {
+	watched
 	t       *testing.T
-	tx      pgx.Tx
 	generic bool
-	read    map[string]float64 // rows returned by scans, by table prefix
+	read    map[string]float64 // rows read by scans, by table prefix
 	jit     float64            // ms spent compiling statements
 }
 
+func newAnalyzing(t *testing.T, tx pgx.Tx, generic bool) *analyzing {
+	a := &analyzing{t: t, generic: generic, read: map[string]float64{}}
+	a.watched = watched{tx, a.analyze}
+	return a
+}
+
 func (a *analyzing) analyze(sql string, args []any) {
-	ctx := context.Background()
-	// EXPLAIN ANALYZE runs the statement: undo it, for the caller's run.
-	if _, err := a.tx.Exec(ctx, "SAVEPOINT analyzing"); err != nil {
-		a.t.Fatal(err)
-	}
-	defer a.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT analyzing")
-	var plan string
-	if a.generic {
-		if _, err := a.tx.Exec(ctx, "PREPARE heavy AS "+sql+"; SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
-			a.t.Fatal(err)
-		}
-		defer a.tx.Exec(ctx, "DEALLOCATE heavy; SET LOCAL plan_cache_mode = auto")
-		if err := a.tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE heavy("+literals(args)+")").Scan(&plan); err != nil {
-			a.t.Fatal(err)
-		}
-	} else if err := a.tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
-		a.t.Fatal(err)
-	}
+	plan := planOf(a.t, a.tx, "ANALYZE, FORMAT JSON", sql, args, a.generic)
 	var root []struct {
 		Plan map[string]any
 		JIT  struct{ Timing struct{ Total float64 } }
@@ -67,21 +55,6 @@ func (a *analyzing) analyze(sql string, args []any) {
 		}
 	}
 	walk(root[0].Plan)
-}
-
-func (a *analyzing) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	a.analyze(sql, args)
-	return a.tx.Exec(ctx, sql, args...)
-}
-
-func (a *analyzing) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	a.analyze(sql, args)
-	return a.tx.Query(ctx, sql, args...)
-}
-
-func (a *analyzing) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	a.analyze(sql, args)
-	return a.tx.QueryRow(ctx, sql, args...)
 }
 
 // A feed page of a recipient with a long unread backlog reads about a
@@ -125,7 +98,7 @@ func TestFeedPageOfAHeavyRecipientReadsAboutAPage(t *testing.T) {
 	for _, generic := range []bool{false, true} {
 		for _, unreadOnly := range []bool{false, true} {
 			err := d.InTx(ctx, func(tx pgx.Tx) error {
-				q := &analyzing{t: t, tx: tx, generic: generic, read: map[string]float64{}}
+				q := newAnalyzing(t, tx, generic)
 				items, _, err := db.Feed(ctx, q, "heavy", 0, limit, unreadOnly, 1<<20)
 				if err != nil || len(items) != limit {
 					t.Fatalf("Feed: %d items (%v), want %d", len(items), err, limit)
@@ -159,7 +132,7 @@ func TestFeedPageOfAHeavyRecipientReadsAboutAPage(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				q := &analyzing{t: t, tx: tx, generic: generic, read: map[string]float64{}}
+				q := newAnalyzing(t, tx, generic)
 				marked, _, err := db.MarkRead(ctx, q, "heavy", ids, time.Now(), time.Now())
 				if err != nil || marked != n {
 					t.Fatalf("MarkRead marked %d (%v), want %d", marked, err, n)

@@ -128,8 +128,8 @@ func feedIDs(items []db.FeedItem) string {
 // explaining is a db.Querier that plans each statement before running
 // it, and keeps the plans for check.
 type explaining struct {
+	watched
 	t     *testing.T
-	tx    pgx.Tx
 	plans []string
 	// parents names the partitioned index each partition's index is part
 	// of: PostgreSQL names the latter after its table and columns, the
@@ -159,7 +159,9 @@ func newExplaining(t *testing.T, tx pgx.Tx) *explaining {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return &explaining{t: t, tx: tx, parents: parents}
+	e := &explaining{t: t, parents: parents}
+	e.watched = watched{tx, e.explain}
+	return e
 }
 
 // execer returns a function that runs a statement on d, with the type
@@ -175,42 +177,59 @@ func execer(t *testing.T, d *db.DB) func(sql string, args ...any) {
 	return exec
 }
 
-// explain plans sql as it runs: planned for its arguments when asked so
-// (listPlan), otherwise as a prepared statement is once PostgreSQL
-// settles on a plan for any arguments (a generic plan).
+// explain plans sql as it runs (see planOf).
 func (e *explaining) explain(sql string, args []any) {
+	e.plans = append(e.plans, planOf(e.t, e.tx, "FORMAT JSON", sql, args, !e.custom))
+}
+
+// planOf returns the JSON plan of sql in tx, EXPLAINed with options:
+// planned for its arguments when asked so (listPlan) or when generic is
+// false, otherwise as a prepared statement is once PostgreSQL settles on
+// a plan for any arguments (a generic plan). What EXPLAIN ANALYZE does
+// is undone.
+func planOf(t *testing.T, tx pgx.Tx, options, sql string, args []any, generic bool) string {
 	ctx := context.Background()
+	if _, err := tx.Exec(ctx, "SAVEPOINT planning"); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Exec(ctx, "ROLLBACK TO SAVEPOINT planning")
 	var plan string
-	if _, custom := args[0].(pgx.QueryExecMode); custom || e.custom {
-		if err := e.tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
-			e.t.Fatalf("explain %s: %v", sql, err)
+	if _, listed := args[0].(pgx.QueryExecMode); listed || !generic {
+		if err := tx.QueryRow(ctx, "EXPLAIN ("+options+") "+sql, args...).Scan(&plan); err != nil {
+			t.Fatalf("explain %s: %v", sql, err)
 		}
-		e.plans = append(e.plans, plan)
-		return
+		return plan
 	}
-	if _, err := e.tx.Exec(ctx, "PREPARE probe AS "+sql+"; SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
-		e.t.Fatalf("prepare %s: %v", sql, err)
+	if _, err := tx.Exec(ctx, "PREPARE probe AS "+sql+"; SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatalf("prepare %s: %v", sql, err)
 	}
-	defer e.tx.Exec(ctx, "DEALLOCATE probe")
-	if err := e.tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE probe("+literals(args)+")").Scan(&plan); err != nil {
-		e.t.Fatalf("explain %s: %v", sql, err)
+	defer tx.Exec(ctx, "DEALLOCATE probe; SET LOCAL plan_cache_mode = auto")
+	if err := tx.QueryRow(ctx, "EXPLAIN ("+options+") EXECUTE probe("+literals(args)+")").Scan(&plan); err != nil {
+		t.Fatalf("explain %s: %v", sql, err)
 	}
-	e.plans = append(e.plans, plan)
+	return plan
 }
 
-func (e *explaining) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	e.explain(sql, args)
-	return e.tx.Exec(ctx, sql, args...)
+// watched is a db.Querier on tx that shows see each statement before
+// running it.
+type watched struct {
+	tx  pgx.Tx
+	see func(sql string, args []any)
 }
 
-func (e *explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	e.explain(sql, args)
-	return e.tx.Query(ctx, sql, args...)
+func (w watched) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	w.see(sql, args)
+	return w.tx.Exec(ctx, sql, args...)
 }
 
-func (e *explaining) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	e.explain(sql, args)
-	return e.tx.QueryRow(ctx, sql, args...)
+func (w watched) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	w.see(sql, args)
+	return w.tx.Query(ctx, sql, args...)
+}
+
+func (w watched) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	w.see(sql, args)
+	return w.tx.QueryRow(ctx, sql, args...)
 }
 
 // check wants the plans since the last check to read each index named

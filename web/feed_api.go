@@ -168,9 +168,9 @@ func (s *Server) groupFeed(r *http.Request, items []db.FeedItem, rec *db.Recipie
 
 // maxMarkIDs bounds the ids one call to feed/read or feed/seen names: a
 // page of the feed holds at most 200 notifications and a group's slack,
-// and more than a few pages is what before and all are for. Unbounded, a 4 MiB body named hundreds of
-// thousands, each looked up while the recipient's open batches stay
-// locked.
+// and more than a few pages is what before and all are for. Unbounded,
+// a 4 MiB body named hundreds of thousands, each looked up while the
+// recipient's open batches stay locked.
 const maxMarkIDs = 1000
 
 // readBody is what feed/read and feed/seen accept: ids, or (read only)
